@@ -1,0 +1,1 @@
+"""The HTTP API: a thin Flask shell that parses input, calls ``rcll`` and shapes the answer."""

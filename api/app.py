@@ -1,0 +1,42 @@
+"""Flask app factory: wires the engine services, the enqueuer and the blueprints."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from flask import Flask
+
+from api import errors
+from api.routes import banks, health, operations, recall, retain
+from rcll.bootstrap import Services, bootstrap
+from rcll.config import Settings
+
+
+def celery_enqueuer(settings: Settings) -> Callable[[str, str], None]:
+    """Send a task by name with a job id (the API never imports task code)."""
+    from workers.celery_app import make_celery
+    from workers.queues import ROUTES
+
+    app = make_celery(settings)
+
+    def enqueue(task_name: str, job_id: str) -> None:
+        app.send_task(task_name, args=[job_id], queue=ROUTES[task_name]["queue"])
+
+    return enqueue
+
+
+def create_app(settings: Settings | None = None, services: Services | None = None,
+               enqueue: Callable[[str, str], None] | None = None) -> Flask:
+    """Build the API. ``services`` and ``enqueue`` default to the configured real ones."""
+    svc = services or bootstrap(settings)
+    app = Flask("rcll")
+    app.config["MAX_CONTENT_LENGTH"] = svc.settings.max_request_bytes
+    app.json.sort_keys = False
+    app.extensions["rcll"] = svc
+    app.extensions["rcll_enqueue"] = enqueue or celery_enqueuer(svc.settings)
+    errors.register(app)
+    for bp in (retain.bp, recall.bp, operations.bp, banks.bp, health.bp):
+        app.register_blueprint(bp)
+    logging.basicConfig(level=logging.INFO)
+    return app

@@ -1,0 +1,56 @@
+"""JSON errors for every failure: ``{"error": {"code", "message", "details"}}``."""
+
+from __future__ import annotations
+
+import logging
+
+from flask import Flask, jsonify
+from pydantic import ValidationError
+from werkzeug.exceptions import HTTPException
+
+from rcll.errors import RCLLError
+
+log = logging.getLogger(__name__)
+
+
+class APIError(RCLLError):
+    """An error raised by a view with an explicit status and code."""
+
+    def __init__(self, status: int, code: str, message: str, details: dict | None = None):
+        super().__init__(message, details)
+        self.status = status
+        self.code = code
+
+
+def error_response(status: int, code: str, message: str, details: dict | None = None):
+    resp = jsonify({"error": {"code": code, "message": message, "details": details or {}}})
+    resp.status_code = status
+    return resp
+
+
+def validation_details(exc: ValidationError) -> dict:
+    return {"errors": [{"loc": ".".join(str(p) for p in e["loc"]), "msg": e["msg"],
+                        "type": e["type"]} for e in exc.errors(include_url=False, include_input=False)]}
+
+
+def register(app: Flask) -> None:
+    @app.errorhandler(RCLLError)
+    def _rcll(exc: RCLLError):
+        return error_response(exc.status, exc.code, exc.message, exc.details)
+
+    @app.errorhandler(ValidationError)
+    def _validation(exc: ValidationError):
+        return error_response(400, "invalid_request", "request failed validation",
+                              validation_details(exc))
+
+    @app.errorhandler(HTTPException)
+    def _http(exc: HTTPException):
+        codes = {400: "malformed_request", 404: "not_found", 405: "method_not_allowed",
+                 413: "payload_too_large", 415: "unsupported_media_type"}
+        return error_response(exc.code or 500, codes.get(exc.code, f"http_{exc.code}"),
+                              exc.description or exc.name)
+
+    @app.errorhandler(Exception)
+    def _unexpected(exc: Exception):
+        log.exception("unhandled error")
+        return error_response(500, "internal_error", f"{type(exc).__name__}: {exc}")

@@ -1,0 +1,73 @@
+"""Composition root: the one place that decides which database, pools and models are wired in.
+
+The API and the workers call :func:`bootstrap` once per process; tests call it with their
+own :class:`~rcll.config.Settings`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+from psycopg_pool import ConnectionPool
+
+from rcll.config import Settings, get_settings
+from rcll.db import make_pool
+from rcll.hierarchy.classifier import default_classifier
+from rcll.models.embedder import EmbedderHandle
+from rcll.models.tokenizer import TokenCounter
+from rcll.retain.pipeline import RetainContext
+from rcll.search.recall import RecallContext
+
+
+@dataclass
+class Services:
+    """Process-wide resources, created lazily: pools open on first use, models load once."""
+
+    settings: Settings
+
+    @cached_property
+    def pool(self) -> ConnectionPool:
+        pool = make_pool(self.settings.db_url, max_size=8, name="rcll-rw")
+        pool.open(wait=False)
+        return pool
+
+    @cached_property
+    def read_pool(self) -> ConnectionPool:
+        if self.settings.db_url_readonly == self.settings.db_url:
+            return self.pool
+        pool = make_pool(self.settings.db_url_readonly, max_size=8, name="rcll-ro")
+        pool.open(wait=False)
+        return pool
+
+    @cached_property
+    def embedder(self) -> EmbedderHandle:
+        s = self.settings
+        return EmbedderHandle(s.embedder_model, s.embed_batch_size, s.embedder_enabled,
+                              expected_dim=s.embedding_dim)
+
+    @cached_property
+    def tokens(self) -> TokenCounter:
+        return TokenCounter(self.settings.embedder_model)
+
+    def retain_context(self) -> RetainContext:
+        return RetainContext(pool=self.pool, classifier=default_classifier(), tokens=self.tokens,
+                             embedder=self.embedder, chunk_max_tokens=self.settings.chunk_max_tokens)
+
+    def recall_context(self) -> RecallContext:
+        s = self.settings
+        return RecallContext(pool=self.read_pool, embedder=self.embedder, tokens=self.tokens,
+                             candidates_per_channel=s.candidates_per_channel,
+                             dense_floor=s.dense_floor, rrf_k=s.rrf_k,
+                             lexical_df_cutoff=s.lexical_df_cutoff)
+
+    def close(self) -> None:
+        for name in ("pool", "read_pool"):
+            pool = self.__dict__.get(name)
+            if pool is not None and not pool.closed:
+                pool.close()
+
+
+def bootstrap(settings: Settings | None = None) -> Services:
+    """Build the services for this process from ``settings`` (default: the environment)."""
+    return Services(settings or get_settings())

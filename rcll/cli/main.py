@@ -1,0 +1,214 @@
+"""``rcll`` — dev stack, migrations, processes, ingest, recall, jobs and evaluation."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from rcll.config import get_settings
+
+console = Console(stderr=True)
+
+
+def _client():
+    from rcll.client import RCLLClient
+
+    return RCLLClient(get_settings().base_url, timeout=300)
+
+
+@click.group()
+def cli() -> None:
+    """RCLL memory service."""
+
+
+@cli.group()
+def dev() -> None:
+    """The local stack: PostgreSQL+pgvector, Redis, a Celery worker and the API."""
+
+
+@dev.command("up")
+@click.option("--no-api", is_flag=True, help="Do not start the API.")
+@click.option("--no-worker", is_flag=True, help="Do not start a worker.")
+def dev_up(no_api: bool, no_worker: bool) -> None:
+    """Start everything that is not running yet (idempotent)."""
+    from rcll.dev import stack
+
+    stack.up(get_settings(), api=not no_api, worker=not no_worker, log=console.print)
+
+
+@dev.command("down")
+def dev_down() -> None:
+    """Stop the API, the worker, Redis (if started here) and the dev database."""
+    from rcll.dev import stack
+
+    stack.down(get_settings(), log=console.print)
+
+
+@cli.command()
+def migrate() -> None:
+    """Apply database migrations (Alembic) to RCLL_DATABASE_URL."""
+    from rcll.store import migrate as m
+
+    m.upgrade(get_settings())
+    console.print("migrations applied")
+
+
+@cli.command()
+def serve() -> None:
+    """Run the API in the foreground (gunicorn)."""
+    from rcll.dev.stack import api_cmd
+
+    cmd = api_cmd(get_settings())
+    os.execv(cmd[0], cmd)
+
+
+@cli.command()
+@click.option("--queues", default=None, help="Comma-separated queues (default: all four).")
+@click.option("--concurrency", type=int, default=None)
+def worker(queues: str | None, concurrency: int | None) -> None:
+    """Run a Celery worker in the foreground; scale each queue with its own workers."""
+    from rcll.dev.stack import worker_cmd
+
+    cmd = worker_cmd(get_settings(), queues, concurrency)
+    os.execv(cmd[0], cmd)
+
+
+def _items_from(paths: tuple[str, ...]) -> list[dict]:
+    items: list[dict] = []
+    for p in map(Path, paths):
+        files = sorted(f for f in p.rglob("*") if f.is_file()) if p.is_dir() else [p]
+        for f in files:
+            if f.suffix == ".jsonl":
+                for n, line in enumerate(f.read_text().splitlines(), 1):
+                    if line.strip():
+                        try:
+                            items.append(json.loads(line))
+                        except json.JSONDecodeError as exc:
+                            raise click.ClickException(f"{f}:{n}: invalid JSON: {exc}")
+            elif f.suffix in (".txt", ".md", ".markdown"):
+                items.append({"content": f.read_text(), "document_id": str(f),
+                              "metadata": {"path": str(f)}})
+            elif not p.is_dir():
+                raise click.ClickException(f"{f}: unsupported file type (.txt, .md, .jsonl)")
+    return items
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--bank", required=True, help="Bank to retain into (created on first use).")
+@click.option("--batch-size", default=100, show_default=True)
+def ingest(paths: tuple[str, ...], bank: str, batch_size: int) -> None:
+    """Retain text/markdown files, folders and JSONL item files; show progress until done."""
+    from rich.progress import Progress
+
+    items = _items_from(paths)
+    if not items:
+        raise click.ClickException("no .txt, .md or .jsonl input found")
+    client = _client()
+    ops = []
+    with Progress(console=console) as progress:
+        sent = progress.add_task("submitting", total=len(items))
+        for i in range(0, len(items), batch_size):
+            batch = items[i:i + batch_size]
+            ops.append(client.retain(bank, batch)["operation_id"])
+            progress.advance(sent, len(batch))
+        done = progress.add_task("processing jobs", total=len(ops))
+        final = client.wait(bank, ops, on_progress=lambda d, t: progress.update(done, completed=d))
+    created = sum(o.get("counts", {}).get("units_created", 0) for o in final)
+    skipped = sum(o.get("counts", {}).get("units_skipped", 0) for o in final)
+    bad = [o for o in final if o["status"] != "succeeded"]
+    console.print(f"{len(items)} items → {created} new units, {skipped} already stored")
+    for o in bad:
+        console.print(f"[red]operation {o['id']} {o['status']}: {o.get('error')}")
+    if bad:
+        sys.exit(1)
+
+
+@cli.command()
+@click.argument("query")
+@click.option("--bank", required=True)
+@click.option("--limit", default=10, show_default=True)
+@click.option("--max-tokens", default=4096, show_default=True)
+@click.option("--channels", type=click.Choice(["hybrid", "dense", "lexical"]), default="hybrid")
+@click.option("--json", "as_json", is_flag=True, help="Print the raw JSON response.")
+def recall(query: str, bank: str, limit: int, max_tokens: int, channels: str, as_json: bool) -> None:
+    """Recall the memories of BANK most relevant to QUERY."""
+    res = _client().recall(bank, query, limit=limit, max_tokens=max_tokens, channels=channels,
+                           trace=True)
+    if as_json:
+        click.echo(json.dumps(res, indent=2))
+        return
+    table = Table(title=f"{query}  [mode {res['mode']}, {res['timings_ms']['total']} ms]")
+    for col in ("#", "rrf", "dense", "lexical", "room/hall", "text"):
+        table.add_column(col)
+    for i, r in enumerate(res["results"], 1):
+        table.add_row(str(i), f"{r['scores']['rrf']:.4f}", str(r["ranks"].get("dense")),
+                      str(r["ranks"].get("lexical")), f"{r['room']}/{r['hall']}",
+                      r["text"][:160].replace("\n", " "))
+    Console().print(table)
+
+
+@cli.command()
+@click.option("--bank", default=None)
+@click.option("--state", default=None)
+@click.option("--limit", default=20, show_default=True)
+def jobs(bank: str | None, state: str | None, limit: int) -> None:
+    """List recent retain jobs with state, stage and counts."""
+    table = Table()
+    for col in ("id", "bank", "state", "stage", "counts", "error"):
+        table.add_column(col)
+    for j in _client().jobs(bank, state, limit):
+        c = j.get("counts") or {}
+        table.add_row(j["id"][:8], j["bank_id"], j["status"], str(j.get("stage")),
+                      f"{c.get('items_done', 0)}/{c.get('items', 0)} items, "
+                      f"{c.get('units_created', 0)} new, {c.get('units_embedded', 0)} embedded",
+                      (j.get("error") or "")[:60])
+    Console().print(table)
+
+
+@cli.group("eval")
+def eval_() -> None:
+    """Retrieval evaluation through the running service (HTTP API + workers)."""
+
+
+def _write(result: dict, out: str | None) -> None:
+    from rcll.eval.report import markdown_table
+
+    if out:
+        Path(out).write_text(json.dumps(result, indent=2))
+        console.print(f"wrote {out}")
+    click.echo(markdown_table(result))
+
+
+@eval_.command("locomo")
+@click.option("--data", "data_dir", required=True, type=click.Path(exists=True, file_okay=False))
+@click.option("--out", default=None, help="Write the full result JSON here.")
+@click.option("--channels", type=click.Choice(["hybrid", "dense", "lexical"]), default="hybrid")
+@click.option("--reuse", is_flag=True, help="Query banks ingested by an earlier run.")
+def eval_locomo(data_dir: str, out: str | None, channels: str, reuse: bool) -> None:
+    """LoCoMo: a bank per conversation, a unit per turn, 1,536 retrieval questions."""
+    from rcll.eval.runner import run_locomo
+
+    _write(run_locomo(_client(), data_dir, channels=channels, reuse=reuse), out)
+
+
+@eval_.command("longmemeval")
+@click.option("--data", "data_file", required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--out", default=None)
+@click.option("--channels", type=click.Choice(["hybrid", "dense", "lexical"]), default="hybrid")
+@click.option("--reuse", is_flag=True, help="Query banks ingested by an earlier run.")
+def eval_longmemeval(data_file: str, out: str | None, channels: str, reuse: bool) -> None:
+    """LongMemEval_S: a bank per question, a unit per turn."""
+    from rcll.eval.runner import run_longmemeval
+
+    _write(run_longmemeval(_client(), data_file, channels=channels, reuse=reuse), out)
+
+
+if __name__ == "__main__":
+    cli()

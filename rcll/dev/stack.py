@@ -1,0 +1,131 @@
+"""``rcll dev up`` / ``rcll dev down``: PostgreSQL, Redis, a Celery worker and the API.
+
+Idempotent (a running part is left alone); PID and log files live in ``<state_dir>/run``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import psycopg
+
+from rcll.config import Settings
+from rcll.dev import postgres, processes
+from rcll.dev import redis as dev_redis
+from rcll.store import migrate
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def child_env(settings: Settings) -> dict:
+    """The environment for child processes: the same settings, with absolute paths."""
+    env = dict(os.environ)
+    env["RCLL_STATE_DIR"] = str(settings.state_dir.resolve())
+    env.setdefault("HF_HUB_OFFLINE", "1")
+    env.setdefault("TOKENIZERS_PARALLELISM", "false")
+    return env
+
+
+def worker_cmd(settings: Settings, queues: str | None = None, concurrency: int | None = None,
+               name: str = "rcll") -> list[str]:
+    """The Celery worker command line (all queues unless ``queues`` names some)."""
+    cmd = [sys.executable, "-m", "celery", "-A", "workers.celery_app", "worker",
+           "--loglevel", "INFO", "--concurrency", str(concurrency or settings.worker_concurrency),
+           "--hostname", f"{name}@%h"]
+    if queues:
+        cmd += ["--queues", queues]
+    return cmd
+
+
+def api_cmd(settings: Settings) -> list[str]:
+    """The gunicorn command line serving ``api.app:create_app()``."""
+    return [sys.executable, "-m", "gunicorn", "--bind", f"{settings.api_host}:{settings.api_port}",
+            "--workers", "1", "--threads", str(settings.api_threads), "--timeout", "300",
+            "--access-logfile", "-", "api.app:create_app()"]
+
+
+def grant_reader(settings: Settings) -> None:
+    """Give the ``rcll_reader`` role SELECT (and nothing else) on every table."""
+    with psycopg.connect(settings.db_url, autocommit=True) as conn:
+        conn.execute(f"GRANT USAGE ON SCHEMA public TO {postgres.READER_ROLE}")
+        conn.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {postgres.READER_ROLE}")
+
+
+def wait_http(url: str, timeout_s: float, proc_alive) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url, timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        if not proc_alive():
+            raise RuntimeError(f"process serving {url} exited")
+        time.sleep(0.3)
+    raise TimeoutError(f"{url} did not answer within {timeout_s:.0f}s")
+
+
+def wait_worker(log_path: Path, since: int, timeout_s: float, proc_alive) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with open(log_path, "rb") as fh:
+            fh.seek(since)
+            if b" ready." in fh.read():
+                return
+        if not proc_alive():
+            raise RuntimeError(f"worker exited; see {log_path}")
+        time.sleep(0.3)
+    raise TimeoutError(f"worker not ready within {timeout_s:.0f}s; see {log_path}")
+
+
+def up(settings: Settings, *, api: bool = True, worker: bool = True, log=print) -> None:
+    """Start what is not running yet: database (+ migrations), Redis, worker, API."""
+    run_dir = settings.run_dir.resolve()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if settings.database_url is None:
+        postgres.start(settings, log=log)
+    migrate.upgrade(settings)
+    if settings.database_url is None:
+        grant_reader(settings)
+    dev_redis.ensure(settings, log=log)
+    env = child_env(settings)
+    if worker:
+        start_worker(settings, env, log=log)
+    if api:
+        if not processes.running_pid(run_dir, "api"):
+            log(f"starting api on {settings.base_url}")
+        processes.start(run_dir, "api", api_cmd(settings), env=env, cwd=REPO_ROOT)
+        wait_http(f"{settings.base_url}/healthz", 120,
+                  lambda: processes.running_pid(run_dir, "api") is not None)
+    log(f"stack up: api {settings.base_url}, logs in {run_dir}")
+
+
+def start_worker(settings: Settings, env: dict | None = None, name: str = "worker",
+                 log=print) -> int:
+    """Start a Celery worker (idempotent per ``name``) and wait until it is ready."""
+    run_dir = settings.run_dir.resolve()
+    if processes.running_pid(run_dir, name):
+        return processes.running_pid(run_dir, name)
+    log_path = run_dir / f"{name}.log"
+    since = log_path.stat().st_size if log_path.exists() else 0
+    log(f"starting celery {name}")
+    pid = processes.start(run_dir, name, worker_cmd(settings, name=name),
+                          env=env or child_env(settings), cwd=REPO_ROOT)
+    wait_worker(log_path, since, 120, lambda: processes.running_pid(run_dir, name) is not None)
+    return pid
+
+
+def down(settings: Settings, log=print) -> None:
+    """Stop the API, the worker, Redis (if we started it) and the dev database."""
+    run_dir = settings.run_dir.resolve()
+    for name in ("api", "worker"):
+        if processes.stop(run_dir, name):
+            log(f"stopped {name}")
+    if dev_redis.stop(settings):
+        log("stopped redis")
+    if settings.database_url is None:
+        postgres.stop(settings, log=log)

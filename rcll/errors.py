@@ -1,0 +1,38 @@
+"""Domain errors: each carries a stable ``code`` the API maps to a 4xx/5xx JSON error."""
+
+from __future__ import annotations
+
+
+class RCLLError(Exception):
+    """Base error. ``code`` is machine-readable, ``status`` the HTTP status it maps to."""
+
+    code = "rcll_error"
+    status = 500
+
+    def __init__(self, message: str, details: dict | None = None):
+        super().__init__(message)
+        self.message = message
+        self.details = details or {}
+
+
+class NotFound(RCLLError):
+    code = "not_found"
+    status = 404
+
+
+class BankNotFound(NotFound):
+    code = "bank_not_found"
+
+
+class JobNotFound(NotFound):
+    code = "operation_not_found"
+
+
+class InvalidInput(RCLLError):
+    code = "invalid_request"
+    status = 400
+
+
+class Unavailable(RCLLError):
+    code = "unavailable"
+    status = 503

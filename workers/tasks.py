@@ -1,0 +1,57 @@
+"""Named tasks. Each re-reads its job by id and hands the work to ``rcll.retain.pipeline``."""
+
+from __future__ import annotations
+
+import logging
+
+import psycopg
+from celery.signals import worker_process_init
+
+from rcll.bootstrap import Services, bootstrap
+from rcll.retain import pipeline
+from workers.celery_app import app
+from workers.queues import QueueNames, TaskNames
+
+log = logging.getLogger(__name__)
+_services: Services | None = None
+
+
+@worker_process_init.connect
+def _fresh_services(**_) -> None:  # pools must not cross a fork
+    global _services
+    _services = None
+
+
+def services() -> Services:
+    global _services
+    if _services is None:
+        _services = bootstrap()
+    return _services
+
+
+def _run(task, stage: str, fn, job_id: str):
+    ctx = services().retain_context()
+    try:
+        return fn(ctx, job_id)
+    except psycopg.OperationalError as exc:  # database away: retry with backoff, then fail
+        if task.request.retries < task.max_retries:
+            raise task.retry(exc=exc, countdown=2 ** task.request.retries)
+        pipeline.fail(ctx, job_id, f"{stage}: database unavailable: {exc}")
+        raise
+    except Exception as exc:
+        log.exception("%s failed for job %s", stage, job_id)
+        pipeline.fail(ctx, job_id, f"{stage}: {type(exc).__name__}: {exc}")
+        raise
+
+
+@app.task(name=TaskNames.RETAIN_EXTRACT, bind=True, max_retries=5)
+def retain_extract(self, job_id: str) -> None:
+    """Chunk, classify and store a retain job's items, then queue its embedding."""
+    if _run(self, "extract", pipeline.run_extract, job_id) is not None:
+        app.send_task(TaskNames.RETAIN_EMBED, args=[job_id], queue=QueueNames.EMBED)
+
+
+@app.task(name=TaskNames.RETAIN_EMBED, bind=True, max_retries=5)
+def retain_embed(self, job_id: str) -> None:
+    """Embed the units a retain job created and end the job."""
+    _run(self, "embed", pipeline.run_embed, job_id)
