@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 
 from flask import Flask
@@ -39,4 +40,6 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     for bp in (retain.bp, recall.bp, operations.bp, banks.bp, health.bp):
         app.register_blueprint(bp)
     logging.basicConfig(level=logging.INFO)
+    # Load the embedder in the background so the first recall does not pay for it.
+    threading.Thread(target=svc.embedder.get, name="embedder-warmup", daemon=True).start()
     return app
