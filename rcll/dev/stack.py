@@ -22,8 +22,11 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def child_env(settings: Settings) -> dict:
-    """The environment for child processes: the same settings, with absolute paths."""
+    """The environment for child processes: every setting as ``RCLL_*``, paths absolute."""
     env = dict(os.environ)
+    for name, value in settings.model_dump().items():
+        if value is not None:
+            env[f"RCLL_{name.upper()}"] = str(value)
     env["RCLL_STATE_DIR"] = str(settings.state_dir.resolve())
     env.setdefault("HF_HUB_OFFLINE", "1")
     env.setdefault("TOKENIZERS_PARALLELISM", "false")

@@ -1,0 +1,96 @@
+"""Bad input gets a 4xx JSON error with a code, and nothing stored changes."""
+
+import pytest
+
+from tests.conftest import db_counts
+
+BANK = "bad-input"
+RETAIN = f"/v1/default/banks/{BANK}/memories"
+RECALL = f"/v1/default/banks/{BANK}/memories/recall"
+
+
+@pytest.fixture(scope="module")
+def seeded(app, services):
+    c = app.test_client()
+    r = c.post(RETAIN, json={"items": [{"content": "Alice: the build server is in Frankfurt.",
+                                        "document_id": "a"}], "async": False})
+    assert r.status_code == 200, r.get_json()
+    return db_counts(services, BANK)
+
+
+def _error(resp, status, code):
+    assert resp.status_code == status, resp.get_json()
+    err = resp.get_json()["error"]
+    assert err["code"] == code
+    assert err["message"]
+    return err
+
+
+@pytest.mark.parametrize("payload,status,code", [
+    ({"items": [{"context": "no content"}]}, 400, "invalid_request"),
+    ({"items": [{"content": "   "}]}, 400, "invalid_request"),
+    ({"items": []}, 400, "invalid_request"),
+    ({"items": [{"content": "x", "layer": 7}]}, 400, "invalid_request"),
+    ({"items": [{"content": "x", "room": "kitchen"}]}, 400, "invalid_request"),
+    ({"items": [{"content": "x", "timestamp": "not a date"}]}, 400, "invalid_request"),
+    ({"items": [{"content": "x" * 5_001}]}, 413, "item_too_large"),
+    ({"items": [{"content": f"item {i}"} for i in range(51)]}, 413, "too_many_items"),
+    ({"items": "nope"}, 400, "invalid_request"),
+    (["not", "an", "object"], 400, "invalid_request"),
+])
+def test_bad_retain(client, services, seeded, payload, status, code):
+    _error(client.post(RETAIN, json=payload), status, code)
+    assert db_counts(services, BANK) == seeded
+
+
+def test_malformed_json(client, services, seeded):
+    resp = client.post(RETAIN, data='{"items": [', content_type="application/json")
+    _error(resp, 400, "malformed_json")
+    _error(client.post(RECALL, data="{oops", content_type="application/json"), 400,
+           "malformed_json")
+    assert db_counts(services, BANK) == seeded
+
+
+def test_invalid_bank_id(client, services, seeded):
+    _error(client.post("/v1/default/banks/bad%20id!/memories", json={"items": [{"content": "x"}]}),
+           400, "invalid_bank_id")
+
+
+@pytest.mark.parametrize("payload", [
+    {"query": ""},
+    {"query": "   "},
+    {"query": "x" * 2_001},
+    {"query": "ok", "max_tokens": 0},
+    {"query": "ok", "max_tokens": 1_000_001},
+    {"query": "ok", "limit": 0},
+    {"query": "ok", "channels": "graph"},
+    {"query": "ok", "max_layer": 4},
+    {"query": "ok", "unknown_field": 1},
+    {},
+])
+def test_bad_recall(client, services, seeded, payload):
+    err = _error(client.post(RECALL, json=payload), 400, "invalid_request")
+    assert err["details"]["errors"]
+    assert db_counts(services, BANK) == seeded
+
+
+def test_recall_unknown_bank(client, seeded):
+    _error(client.post("/v1/default/banks/no-such-bank/memories/recall", json={"query": "x"}),
+           404, "bank_not_found")
+    _error(client.get("/banks/no-such-bank/recall?query=x"), 404, "bank_not_found")
+
+
+def test_unknown_operation(client, seeded):
+    _error(client.get(f"/v1/default/banks/{BANK}/operations/not-a-uuid"), 404,
+           "operation_not_found")
+    _error(client.get(f"/v1/default/banks/{BANK}/operations/00000000-0000-0000-0000-000000000000"),
+           404, "operation_not_found")
+
+
+def test_unknown_route_and_method(client):
+    _error(client.get("/v1/nothing-here"), 404, "not_found")
+    _error(client.get(RETAIN), 405, "method_not_allowed")
+
+
+def test_get_recall_bad_integer(client, seeded):
+    _error(client.get(f"/banks/{BANK}/recall?query=x&limit=ten"), 400, "invalid_request")

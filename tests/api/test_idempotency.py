@@ -1,0 +1,54 @@
+"""Re-retaining the same documents writes nothing twice."""
+
+from tests.conftest import db_counts, wait_job
+
+ITEMS = [{"content": f"Turn {i}: the quarterly report mentions item {i}.",
+          "document_id": f"doc-{i}"} for i in range(12)]
+
+
+def test_re_retain_same_documents_changes_nothing(client, worker, services):
+    bank = "idem-bank"
+    first = client.post(f"/v1/default/banks/{bank}/memories", json={"items": ITEMS}).get_json()
+    assert wait_job(client, bank, first["operation_id"])["counts"]["units_created"] == 12
+    before = db_counts(services, bank)
+    second = client.post(f"/v1/default/banks/{bank}/memories", json={"items": ITEMS}).get_json()
+    op = wait_job(client, bank, second["operation_id"])
+    assert op["status"] == "succeeded"
+    assert op["counts"]["units_created"] == 0
+    assert op["counts"]["units_skipped"] == 12
+    after = db_counts(services, bank)
+    assert (after["units"], after["embeddings"], after["documents"]) == (12, 12, 12)
+    assert after["jobs"] == before["jobs"] + 1
+
+
+def test_items_without_document_id_dedupe_on_content(client, worker, services):
+    bank = "idem-nodoc"
+    items = [{"content": "Bob: the staging database password rotates monthly."}]
+    for _ in range(2):
+        client.post(f"/v1/default/banks/{bank}/memories", json={"items": items, "async": False})
+    assert db_counts(services, bank)["units"] == 1
+
+
+def test_idempotency_key_returns_the_first_job(client, worker, services):
+    bank = "idem-key"
+    a = client.post(f"/v1/default/banks/{bank}/memories",
+                    json={"items": ITEMS[:2]}, headers={"Idempotency-Key": "k-1"}).get_json()
+    b = client.post(f"/v1/default/banks/{bank}/memories",
+                    json={"items": ITEMS[:2]}, headers={"Idempotency-Key": "k-1"}).get_json()
+    assert a["operation_id"] == b["operation_id"]
+    wait_job(client, bank, a["operation_id"])
+    assert db_counts(services, bank)["jobs"] == 1
+
+
+def test_changed_document_invalidates_old_units_and_keeps_them(client, worker, services):
+    bank = "idem-update"
+    client.post(f"/v1/default/banks/{bank}/memories",
+                json={"items": [{"content": "The API rate limit is 100 requests per minute.",
+                                 "document_id": "limits"}], "async": False})
+    client.post(f"/v1/default/banks/{bank}/memories",
+                json={"items": [{"content": "The API rate limit is 500 requests per minute.",
+                                 "document_id": "limits"}], "async": False})
+    assert db_counts(services, bank)["units"] == 2  # history kept
+    res = client.post(f"/v1/default/banks/{bank}/memories/recall",
+                      json={"query": "API rate limit"}).get_json()
+    assert [r["text"] for r in res["results"]] == ["The API rate limit is 500 requests per minute."]

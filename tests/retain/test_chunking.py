@@ -1,0 +1,33 @@
+from rcll.hierarchy.classifier import default_classifier
+from rcll.models.tokenizer import TokenCounter
+from rcll.retain.chunking import chunk_text
+
+TOK = TokenCounter("all-MiniLM-L6-v2")
+
+
+def test_short_item_is_one_chunk():
+    assert chunk_text("Alice: hi there.", 512, TOK.count_many) == ["Alice: hi there."]
+
+
+def test_conversation_turns_are_never_split():
+    long_turn = "Bob: " + " ".join(f"word{i}" for i in range(200))
+    text = f"Alice: short one.\n{long_turn}\nAlice: another short one."
+    chunks = chunk_text(text, 50, TOK.count_many)
+    assert long_turn in chunks  # longer than the limit, still whole
+    assert all(c.count("Bob:") <= 1 for c in chunks)
+    assert "".join(chunks).replace("\n", "") == text.replace("\n", "")
+
+
+def test_prose_is_packed_to_the_limit():
+    text = "\n\n".join(f"Paragraph {i} says something about topic {i}." for i in range(40))
+    chunks = chunk_text(text, 64, TOK.count_many)
+    assert len(chunks) > 1
+    assert all(TOK.count(c) <= 64 for c in chunks)
+
+
+def test_classifier_first_match_and_explicit_values_win():
+    c = default_classifier()
+    assert c.classify("Never deploy on Friday") == ("deployment", "warning")
+    assert c.classify("I love painting sunsets") == ("general", "preference")
+    assert c.classify("Never deploy on Friday", room="hr", hall="fact") == ("hr", "fact")
+    assert c.classify("lorem ipsum") == ("general", "fact")

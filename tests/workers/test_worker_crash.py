@@ -1,0 +1,49 @@
+"""A worker killed mid-job and restarted finishes the job without duplicating units."""
+
+import time
+
+import pytest
+
+from rcll.dev import processes, stack
+from tests.conftest import db_counts, wait_job
+
+
+@pytest.mark.slow
+def test_killed_worker_does_not_duplicate(client, worker, services, settings):
+    bank = "crash-bank"
+    items = [{"content": f"Speaker {i % 3}: note number {i} about the migration of table t{i} "
+                         f"to the new cluster, with rollback plan {i * 7}.",
+              "document_id": f"crash-{i}"} for i in range(50)]
+    ops = [client.post(f"/v1/default/banks/{bank}/memories", json={"items": items}).get_json()
+           for _ in range(1)]
+    # a second batch of different documents keeps the worker busy while we kill it
+    more = [{**it, "document_id": it["document_id"] + "-b", "content": it["content"] + " (b)"}
+            for it in items]
+    ops.append(client.post(f"/v1/default/banks/{bank}/memories", json={"items": more}).get_json())
+
+    run_dir = settings.run_dir.resolve()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # wait until the first job is mid-flight
+        op = client.get(f"/v1/default/banks/{bank}/operations/{ops[0]['operation_id']}").get_json()
+        if op["status"] == "running":
+            break
+        time.sleep(0.02)
+    processes.kill(run_dir, "worker")
+    states = [client.get(f"/v1/default/banks/{bank}/operations/{o['operation_id']}")
+              .get_json()["status"] for o in ops]
+    assert states[0] == "running"  # killed mid-job
+    assert states[1] in ("queued", "running")
+
+    stack.start_worker(settings, name="worker", log=lambda *_: None)
+    finals = [wait_job(client, bank, o["operation_id"], timeout_s=180) for o in ops]
+    assert [f["status"] for f in finals] == ["succeeded", "succeeded"]
+    counts = db_counts(services, bank)
+    assert counts["units"] == 100
+    assert counts["embeddings"] == 100
+    assert counts["documents"] == 100
+    with services.pool.connection() as conn:
+        dupes = conn.execute(
+            """SELECT count(*) AS n FROM (SELECT document_id, chunk_hash FROM memory_units
+               WHERE bank_id = %s GROUP BY 1, 2 HAVING count(*) > 1) d""", (bank,)).fetchone()["n"]
+    assert dupes == 0
+    assert max(f["attempts"] for f in finals) >= 1
