@@ -1,9 +1,10 @@
 """Token-aware, conversation-aware chunking (spec §4.1).
 
-A short item (≤ ``max_tokens``) is one chunk. A longer one is split at conversation turns
-(lines that open with ``Speaker:``) or else at paragraphs, then sentences, and the pieces are
-packed back up to ``max_tokens``. A conversation turn is never split, even when it alone is
-longer than the limit (the embedder truncates it; the lexical index keeps all of it).
+A short item (≤ ``max_tokens``) is one chunk. A longer item that opens with a speaker
+(``Speaker: ...``) is a conversation: it is split at turns and the turns are packed back up
+to ``max_tokens``; a turn is never split, even when it alone is longer than the limit (the
+embedder truncates it; the lexical index keeps all of it), so a one-turn item is one chunk.
+Other text is split at paragraphs, then sentences, and packed the same way.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-TURN_START = re.compile(r"^(?:\[[^\]]{1,40}\]\s*)?[A-Z][\w .'-]{0,40}:\s", re.M)
+TURN_START = re.compile(r"^(?:\[[^\]]{1,40}\]\s*)?[A-Za-z][\w .'-]{0,40}:\s", re.M)
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'])")
 
 
@@ -25,9 +26,8 @@ def chunk_text(text: str, max_tokens: int, count: Callable[[list[str]], list[int
         return []
     if count([text])[0] <= max_tokens:
         return [text]
-    turns = _split_turns(text)
-    if len(turns) > 1:
-        return _pack(turns, max_tokens, count)
+    if TURN_START.match(text):
+        return _pack(_split_turns(text), max_tokens, count)
     pieces: list[str] = []
     for para in re.split(r"\n\s*\n", text):
         para = para.strip()
@@ -42,9 +42,7 @@ def chunk_text(text: str, max_tokens: int, count: Callable[[list[str]], list[int
 
 def _split_turns(text: str) -> list[str]:
     starts = [m.start() for m in TURN_START.finditer(text)]
-    if len(starts) < 2:
-        return [text]
-    if starts[0] != 0:
+    if not starts or starts[0] != 0:
         starts.insert(0, 0)
     bounds = starts + [len(text)]
     return [text[a:b].strip() for a, b in zip(bounds, bounds[1:]) if text[a:b].strip()]

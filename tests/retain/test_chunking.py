@@ -31,3 +31,8 @@ def test_classifier_first_match_and_explicit_values_win():
     assert c.classify("I love painting sunsets") == ("general", "preference")
     assert c.classify("Never deploy on Friday", room="hr", hall="fact") == ("hr", "fact")
     assert c.classify("lorem ipsum") == ("general", "fact")
+
+
+def test_a_single_long_turn_is_one_chunk():
+    turn = "assistant: " + " ".join(f"Sentence {i} ends here." for i in range(200))
+    assert chunk_text(turn, 64, TOK.count_many) == [turn]

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Create .venv and install RCLL with its dependencies (idempotent; fast when nothing changed).
+# The CPU build of torch goes in first, so sentence-transformers never pulls a CUDA build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PY=${PYTHON:-}
+if [ -z "$PY" ]; then
+  for cand in python3.11 python3; do
+    if command -v "$cand" >/dev/null 2>&1; then PY=$cand; break; fi
+  done
+fi
+[ -n "$PY" ] || { echo "setup: python 3.11+ not found" >&2; exit 1; }
+
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv with $($PY --version)"
+  "$PY" -m venv .venv
+fi
+stamp=.venv/.rcll-installed
+want=$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+  exit 0
+fi
+echo "setup: installing dependencies into .venv (first run takes a few minutes)"
+.venv/bin/python -m pip install --quiet --upgrade pip
+.venv/bin/python -m pip install --quiet "torch==2.13.0"
+.venv/bin/python -m pip install --quiet -e ".[dev]"
+echo "$want" > "$stamp"
+echo "setup: done"
