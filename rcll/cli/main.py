@@ -17,9 +17,18 @@ console = Console(stderr=True)
 
 
 def _client():
+    """A client for the configured API; a clear error if nothing answers there."""
+    import httpx
+
     from rcll.client import RCLLClient
 
-    return RCLLClient(get_settings().base_url, timeout=300)
+    url = get_settings().base_url
+    try:
+        httpx.get(f"{url}/healthz", timeout=5).raise_for_status()
+    except httpx.HTTPError as exc:
+        raise click.ClickException(
+            f"the RCLL API does not answer at {url} ({exc}); start it with `rcll dev up`")
+    return RCLLClient(url, timeout=300)
 
 
 @click.group()

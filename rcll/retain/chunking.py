@@ -45,7 +45,7 @@ def _split_turns(text: str) -> list[str]:
     if not starts or starts[0] != 0:
         starts.insert(0, 0)
     bounds = starts + [len(text)]
-    return [text[a:b].strip() for a, b in zip(bounds, bounds[1:]) if text[a:b].strip()]
+    return [text[a:b].strip() for a, b in zip(bounds, bounds[1:], strict=False) if text[a:b].strip()]
 
 
 def _pack(pieces: list[str], max_tokens: int, count: Callable[[list[str]], list[int]]) -> list[str]:
@@ -53,7 +53,7 @@ def _pack(pieces: list[str], max_tokens: int, count: Callable[[list[str]], list[
     chunks: list[str] = []
     cur: list[str] = []
     cur_size = 0
-    for piece, size in zip(pieces, sizes):
+    for piece, size in zip(pieces, sizes, strict=False):
         if cur and cur_size + size > max_tokens:
             chunks.append("\n".join(cur))
             cur, cur_size = [], 0

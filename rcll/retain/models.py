@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -39,7 +39,7 @@ class RetainItem(BaseModel):
     @field_validator("timestamp")
     @classmethod
     def _utc(cls, v: datetime | None) -> datetime | None:
-        return v.replace(tzinfo=timezone.utc) if v is not None and v.tzinfo is None else v
+        return v.replace(tzinfo=UTC) if v is not None and v.tzinfo is None else v
 
     @field_validator("room")
     @classmethod

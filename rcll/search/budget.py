@@ -11,7 +11,7 @@ def cut_to_budget(units: list[dict], max_tokens: int, limit: int,
     skipped, later smaller ones may still fit), at most ``limit``. ``(kept, tokens_used)``.
     """
     kept, used = [], 0
-    for unit, n in zip(units, tokens.count_many([u["text"] for u in units])):
+    for unit, n in zip(units, tokens.count_many([u["text"] for u in units]), strict=False):
         if len(kept) >= limit:
             break
         if used + n > max_tokens:
