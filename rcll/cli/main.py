@@ -181,6 +181,37 @@ def jobs(bank: str | None, state: str | None, limit: int) -> None:
     Console().print(table)
 
 
+@cli.group()
+def embeddings() -> None:
+    """The derived vector index."""
+
+
+@embeddings.command("rebuild")
+@click.option("--bank", default=None, help="Only this bank (default: every bank).")
+def embeddings_rebuild(bank: str | None) -> None:
+    """Embed every unit lacking a vector for the current model and input stamp."""
+    from rich.progress import Progress
+
+    from rcll.bootstrap import bootstrap
+    from rcll.models.embedder import input_stamp
+    from rcll.retain.pipeline import embed_missing
+    from rcll.store.embeddings import count_missing
+
+    svc = bootstrap()
+    ctx = svc.retain_context()
+    emb = svc.embedder.get()
+    if emb is None:
+        raise click.ClickException(f"embedder unavailable: {svc.embedder.error}")
+    with svc.pool.connection() as conn:
+        todo = count_missing(conn, model=emb.model_name, stamp=input_stamp(emb.model_name),
+                             bank_id=bank)
+    with Progress(console=console) as progress:
+        task = progress.add_task("embedding", total=todo)
+        n = embed_missing(ctx, bank_id=bank, on_batch=lambda k: progress.update(task, completed=k))
+    console.print(f"{n} vectors written ({emb.model_name})")
+    svc.close()
+
+
 @cli.group("eval")
 def eval_() -> None:
     """Retrieval evaluation through the running service (HTTP API + workers)."""

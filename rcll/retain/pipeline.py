@@ -120,19 +120,14 @@ def run_embed(ctx: RetainContext, job_id: str, batch: int = 256) -> dict | None:
             jobs.finish(conn, job_id, "partial", counts,
                         f"embedding skipped, embedder unavailable: {ctx.embedder.error}")
         return counts
-    stamp = input_stamp(embedder.model_name)
-    embedded = int(counts.get("units_embedded", 0))
-    while True:
+    done = int(counts.get("units_embedded", 0))
+
+    def report(n: int) -> None:
         with ctx.pool.connection() as conn:
-            rows = embeddings.units_missing(conn, model=embedder.model_name, stamp=stamp,
-                                            job_id=job_id, limit=batch)
-        if not rows:
-            break
-        vectors = embedder.embed([r["text"] for r in rows])
-        with ctx.pool.connection() as conn:
-            embedded += embeddings.write(conn, rows, vectors, model=embedder.model_name, stamp=stamp)
-            jobs.progress(conn, job_id, {"units_embedded": embedded})
-    counts["units_embedded"] = embedded
+            jobs.progress(conn, job_id, {"units_embedded": done + n})
+
+    counts["units_embedded"] = done + embed_missing(ctx, job_id=job_id, batch=batch,
+                                                    on_batch=report)
     errors = counts.get("errors") or []
     with ctx.pool.connection() as conn:
         if errors:
@@ -140,6 +135,34 @@ def run_embed(ctx: RetainContext, job_id: str, batch: int = 256) -> dict | None:
         else:
             jobs.finish(conn, job_id, "succeeded", counts)
     return counts
+
+
+def embed_missing(ctx: RetainContext, *, job_id: str | None = None, bank_id: str | None = None,
+                  batch: int = 256, on_batch=None) -> int:
+    """Embed every unit (of a job, of a bank, or all) lacking a vector at the current stamp.
+
+    This is ``rcll embeddings rebuild`` too: vectors are a derived index (spec §1.3), so a
+    lost table or a changed model/input stamp is repaired by running it. Returns how many
+    vectors were written; ``on_batch(total_so_far)`` after each batch. Raises
+    :class:`RuntimeError` when the embedder cannot load.
+    """
+    embedder = ctx.embedder.get()
+    if embedder is None:
+        raise RuntimeError(f"embedder unavailable: {ctx.embedder.error}")
+    stamp = input_stamp(embedder.model_name)
+    written = 0
+    while True:
+        with ctx.pool.connection() as conn:
+            rows = embeddings.units_missing(conn, model=embedder.model_name, stamp=stamp,
+                                            job_id=job_id, bank_id=bank_id, limit=batch)
+        if not rows:
+            return written
+        vectors = embedder.embed([r["text"] for r in rows])
+        with ctx.pool.connection() as conn:
+            written += embeddings.write(conn, rows, vectors, model=embedder.model_name,
+                                        stamp=stamp)
+        if on_batch:
+            on_batch(written)
 
 
 def fail(ctx: RetainContext, job_id: str, error: str) -> None:

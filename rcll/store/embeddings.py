@@ -30,6 +30,15 @@ def units_missing(conn: Connection, *, model: str, stamp: str, job_id: str | Non
     ).fetchall()
 
 
+def count_missing(conn: Connection, *, model: str, stamp: str, bank_id: str | None = None) -> int:
+    """How many units (of a bank, or all) have no vector for ``model`` at ``stamp``."""
+    return conn.execute(
+        """SELECT count(*) AS n FROM memory_units u
+           LEFT JOIN memory_embeddings e ON e.unit_id = u.id AND e.model = %s AND e.input_stamp = %s
+           WHERE e.unit_id IS NULL AND (%s::text IS NULL OR u.bank_id = %s)""",
+        (model, stamp, bank_id, bank_id)).fetchone()["n"]
+
+
 def write(conn: Connection, rows: list[dict], vectors: np.ndarray, *, model: str, stamp: str) -> int:
     """Upsert one embedding per unit row; returns how many were written."""
     with conn.cursor() as cur:
