@@ -69,6 +69,8 @@ class RCLLClient:
     when the server cannot be reached.
     """
 
+    POLL_WINDOW = 4  # unfinished operations looked at per poll cycle
+
     def __init__(self, base_url: str, timeout: float = 60.0, api_key: str | None = None) -> None:
         self.base_url = base_url.rstrip("/")
         headers = {"Accept": "application/json"}
@@ -169,12 +171,19 @@ class RCLLClient:
         pending = list(dict.fromkeys(pairs))
         total = len(pending)
         while True:
+            # Jobs run roughly in submission order: look at the oldest pending ones first and
+            # stop after a few unfinished, so a long wait does not flood the API with polls.
             still: list[tuple[str, str]] = []
-            for bank_id, op_id in pending:
+            unfinished_seen = 0
+            for i, (bank_id, op_id) in enumerate(pending):
+                if unfinished_seen >= self.POLL_WINDOW:
+                    still.extend(pending[i:])
+                    break
                 op = self.operation(bank_id, op_id)
                 latest[op_id] = op
                 if op.get("status") not in TERMINAL_STATES:
                     still.append((bank_id, op_id))
+                    unfinished_seen += 1
             pending = still
             if on_update is not None:
                 on_update(latest)

@@ -33,7 +33,9 @@ class Settings(BaseSettings):
     redis_url: str = "redis://127.0.0.1:6379/0"
     broker_url: str | None = Field(None, description="Celery broker; defaults to redis_url.")
     broker_visibility_timeout_s: int = Field(
-        3600, description="Seconds before an unacknowledged task is redelivered (Redis broker)."
+        600,
+        description="Seconds before a task a dead worker held is redelivered (Redis broker); "
+        "keep it above the longest task (an embed stage of max_items_per_request items).",
     )
     api_host: str = "127.0.0.1"
     api_port: int = 8765
