@@ -41,9 +41,16 @@ def chunk_text(text: str, max_tokens: int, count: Callable[[list[str]], list[int
 
 
 def _split_turns(text: str) -> list[str]:
-    starts = [m.start() for m in TURN_START.finditer(text)]
-    if not starts or starts[0] != 0:
-        starts.insert(0, 0)
+    """Turns of a conversation. A line opener counts as a speaker only if its label occurs
+    at least twice and the first speaker is one of them, so a single turn whose content has
+    lines like ``Note: ...`` stays whole."""
+    openers = [(m.start(), m.group(0).split(":")[0].strip().lower())
+               for m in TURN_START.finditer(text)]
+    labels = [label for _, label in openers]
+    speakers = {label for label in labels if labels.count(label) >= 2}
+    if not openers or labels[0] not in speakers:
+        return [text]
+    starts = [pos for pos, label in openers if label in speakers]
     bounds = starts + [len(text)]
     return [text[a:b].strip() for a, b in zip(bounds, bounds[1:], strict=False) if text[a:b].strip()]
 

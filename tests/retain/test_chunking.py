@@ -11,7 +11,7 @@ def test_short_item_is_one_chunk():
 
 def test_conversation_turns_are_never_split():
     long_turn = "Bob: " + " ".join(f"word{i}" for i in range(200))
-    text = f"Alice: short one.\n{long_turn}\nAlice: another short one."
+    text = f"Alice: short one.\n{long_turn}\nAlice: another short one.\nBob: bye."
     chunks = chunk_text(text, 50, TOK.count_many)
     assert long_turn in chunks  # longer than the limit, still whole
     assert all(c.count("Bob:") <= 1 for c in chunks)
@@ -35,4 +35,11 @@ def test_classifier_first_match_and_explicit_values_win():
 
 def test_a_single_long_turn_is_one_chunk():
     turn = "assistant: " + " ".join(f"Sentence {i} ends here." for i in range(200))
+    assert chunk_text(turn, 64, TOK.count_many) == [turn]
+
+
+def test_label_lines_inside_one_turn_do_not_split_it():
+    turn = "assistant: Here is the plan.\n" + "\n".join(
+        f"Step {i}: Do thing number {i} with care and attention to detail." for i in range(60))
+    turn += "\nNote: one more thing.\nNote: and another."
     assert chunk_text(turn, 64, TOK.count_many) == [turn]
