@@ -43,11 +43,14 @@ class RetainContext:
 def drafts_for(item: RetainItem, ctx: RetainContext) -> list[UnitDraft]:
     """Chunk and classify one item into unit drafts (no I/O)."""
     out = []
-    for i, text in enumerate(chunk_text(item.content, ctx.chunk_max_tokens, ctx.tokens.count_many)):
+    chunks = chunk_text(item.content, ctx.chunk_max_tokens, ctx.tokens.count_many)
+    sizes = ctx.tokens.count_many(chunks) if ctx.tokens.exact else [None] * len(chunks)
+    for i, (text, size) in enumerate(zip(chunks, sizes, strict=True)):
         room, hall = ctx.classifier.classify(text, item.room, item.hall)
         out.append(UnitDraft(text=text, chunk_hash=sha256(text), chunk_index=i, room=room,
                              hall=hall, layer=item.layer, context=item.context,
-                             mentioned_at=item.timestamp, metadata=item.metadata, tags=item.tags))
+                             mentioned_at=item.timestamp, metadata=item.metadata, tags=item.tags,
+                             token_count=size))
     return out
 
 

@@ -9,14 +9,19 @@ def cut_to_budget(units: list[dict], max_tokens: int, limit: int,
                   tokens: TokenCounter) -> tuple[list[dict], int]:
     """Keep units in rank order while they fit ``max_tokens`` (a unit that does not fit is
     skipped, later smaller ones may still fit), at most ``limit``. ``(kept, tokens_used)``.
+
+    A unit's ``tokens`` is the count stored at retain; units stored without one are counted
+    here with the same tokenizer.
     """
+    missing = [u for u in units if u.get("tokens") is None]
+    for unit, n in zip(missing, tokens.count_many([u["text"] for u in missing]), strict=True):
+        unit["tokens"] = n
     kept, used = [], 0
-    for unit, n in zip(units, tokens.count_many([u["text"] for u in units]), strict=False):
+    for unit in units:
         if len(kept) >= limit:
             break
-        if used + n > max_tokens:
+        if used + unit["tokens"] > max_tokens:
             continue
-        unit["tokens"] = n
         kept.append(unit)
-        used += n
+        used += unit["tokens"]
     return kept, used

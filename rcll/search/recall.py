@@ -24,7 +24,7 @@ from rcll.search.strategies import STRATEGIES, Strategy
 log = logging.getLogger(__name__)
 
 UNIT_COLUMNS = """u.id, u.text, u.kind, u.room, u.hall, u.layer, u.context, u.occurred_start,
-    u.occurred_end, u.mentioned_at, u.created_at, u.metadata, u.tags, u.chunk_id,
+    u.occurred_end, u.mentioned_at, u.created_at, u.metadata, u.tags, u.chunk_id, u.token_count,
     d.document_id AS document_id"""
 
 
@@ -149,7 +149,7 @@ def _render(row: dict, uid: str, score: float, ranks: dict) -> dict:
         "metadata": row["metadata"], "tags": row["tags"],
         "document_id": row["document_id"],
         "chunk_id": str(row["chunk_id"]) if row["chunk_id"] else None,
-        "ranks": {}, "scores": {"rrf": round(score, 6)},
+        "ranks": {}, "scores": {"rrf": round(score, 6)}, "tokens": row["token_count"],
     }
     for name, by_id in ranks.items():
         c = by_id.get(uid)

@@ -24,6 +24,7 @@ class UnitDraft:
     metadata: dict = field(default_factory=dict)
     tags: list[str] = field(default_factory=list)
     kind: str = "chunk"
+    token_count: int | None = None
 
 
 def upsert_document(conn: Connection, bank_id: str, external_id: str, content_hash: str,
@@ -63,12 +64,12 @@ def insert_units(conn: Connection, bank_id: str, document_uuid: str, job_id: str
         ).fetchone()
         row = conn.execute(
             """INSERT INTO memory_units (bank_id, document_id, chunk_id, chunk_hash, job_id, kind,
-                   text, context, room, hall, layer, mentioned_at, metadata, tags)
-               VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+                   text, context, room, hall, layer, mentioned_at, metadata, tags, token_count)
+               VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
                ON CONFLICT (bank_id, document_id, chunk_hash) DO NOTHING
                RETURNING id""",
             (bank_id, document_uuid, chunk["id"], d.chunk_hash, job_id, d.kind, d.text, d.context,
-             d.room, d.hall, d.layer, d.mentioned_at, Jsonb(d.metadata), d.tags),
+             d.room, d.hall, d.layer, d.mentioned_at, Jsonb(d.metadata), d.tags, d.token_count),
         ).fetchone()
         created += row is not None
     return created, len(drafts) - created

@@ -36,6 +36,9 @@ def test_retain_then_recall_through_worker(client, worker, services):
     assert out["dense_available"] is True and out["mode"] == "B"
     assert set(out["timings_ms"]) >= {"embed_query", "dense", "lexical", "total"}
     assert out["tokens_used"] == sum(r["tokens"] for r in out["results"])
+    # counts stored at retain are the tokenizer's counts of the unit text
+    assert [r["tokens"] for r in out["results"]] == services.tokens.count_many(
+        [r["text"] for r in out["results"]])
 
     # explicit room/layer win over the classifier; filters narrow the result
     res = client.post(f"/v1/default/banks/{bank}/memories/recall",
