@@ -18,7 +18,10 @@ def enqueue(task_name: str, job_id: str) -> None:
 
 def json_body() -> dict:
     """The request's JSON object. 400 ``malformed_json`` / ``invalid_request`` otherwise."""
-    data = request.get_json(silent=True, force=True)
+    try:
+        data = request.get_json(silent=True, force=True)
+    except RecursionError:
+        raise APIError(400, "malformed_json", "request body is nested too deeply")
     if data is None:
         raise APIError(400, "malformed_json", "request body must be valid JSON")
     if not isinstance(data, dict):

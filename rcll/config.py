@@ -37,6 +37,9 @@ class Settings(BaseSettings):
         description="Seconds before a task a dead worker held is redelivered (Redis broker); "
         "keep it above the longest task (an embed stage of max_items_per_request items).",
     )
+    job_stale_after_s: int = Field(
+        300, description="A running job with no progress this long is re-enqueued (worker died).")
+    job_sweep_interval_s: int = Field(60, description="How often a worker looks for stale jobs.")
     api_host: str = "127.0.0.1"
     api_port: int = 8765
     api_url: str | None = Field(None, description="Where clients reach the API; defaults to host:port.")

@@ -21,7 +21,12 @@ def make_celery(settings: Settings | None = None) -> Celery:
         task_queues=[Queue(name) for name in QueueNames.all()],
         task_default_queue=QueueNames.EXTRACT,
         task_routes=ROUTES,
-        broker_transport_options={"visibility_timeout": s.broker_visibility_timeout_s},
+        # A broker that accepts but never answers must not hang the API: bounded sockets
+        # and a bounded publish retry, then the enqueue fails and the job says so.
+        broker_transport_options={"visibility_timeout": s.broker_visibility_timeout_s,
+                                  "socket_timeout": 5, "socket_connect_timeout": 5},
+        task_publish_retry_policy={"max_retries": 2, "interval_start": 0,
+                                   "interval_step": 0.5, "interval_max": 1},
         broker_connection_retry_on_startup=True,
         worker_hijack_root_logger=False,
     )

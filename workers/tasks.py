@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import logging
+import threading
+import time
 
 import psycopg
-from celery.signals import worker_process_init
+from celery.signals import worker_process_init, worker_ready
 
 from rcll.bootstrap import Services, bootstrap
 from rcll.retain import pipeline
+from rcll.store import jobs
 from workers.celery_app import app
-from workers.queues import QueueNames, TaskNames
+from workers.queues import ROUTES, QueueNames, TaskNames
 
 log = logging.getLogger(__name__)
 _services: Services | None = None
@@ -55,3 +58,36 @@ def retain_extract(self, job_id: str) -> None:
 def retain_embed(self, job_id: str) -> None:
     """Embed the units a retain job created and end the job."""
     _run(self, "embed", pipeline.run_embed, job_id)
+
+
+STAGE_TASKS = {"extract": TaskNames.RETAIN_EXTRACT, "embed": TaskNames.RETAIN_EMBED}
+
+
+def sweep_stale_jobs(svc: Services, celery=None) -> list[str]:
+    """Re-enqueue running jobs whose worker died (no progress for ``job_stale_after_s``)
+    through ``celery`` (default: this worker's app). Returns the re-enqueued job ids."""
+    celery = celery or app
+    with svc.pool.connection() as conn:
+        stale = jobs.claim_stale(conn, svc.settings.job_stale_after_s)
+    for job in stale:
+        task = STAGE_TASKS.get(job["stage"] or "extract", TaskNames.RETAIN_EXTRACT)
+        celery.send_task(task, args=[str(job["id"])], queue=ROUTES[task]["queue"])
+        log.warning("re-enqueued stale job %s at stage %s", job["id"], job["stage"])
+    return [str(j["id"]) for j in stale]
+
+
+@worker_ready.connect
+def _start_sweeper(**_) -> None:
+    """A daemon thread in the worker's main process; redelivery no longer waits for the
+    broker's visibility timeout when a worker dies mid-job."""
+    svc = bootstrap()
+
+    def loop() -> None:
+        while True:
+            try:
+                sweep_stale_jobs(svc)
+            except Exception:
+                log.exception("stale-job sweep failed")
+            time.sleep(svc.settings.job_sweep_interval_s)
+
+    threading.Thread(target=loop, name="rcll-job-sweeper", daemon=True).start()

@@ -31,7 +31,10 @@ def bank_operations(bank_id: str):
 @bp.get("/jobs")
 def all_jobs():
     with services().pool.connection() as conn:
-        return jsonify({"jobs": [jobs.to_json(j) for j in _list(conn, request.args.get("bank_id"))]})
+        bank_id = request.args.get("bank_id")
+        if bank_id is not None:
+            check_bank_id(bank_id)
+        return jsonify({"jobs": [jobs.to_json(j) for j in _list(conn, bank_id)]})
 
 
 def _list(conn, bank_id):

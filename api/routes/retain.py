@@ -6,7 +6,7 @@ from flask import Blueprint, jsonify, request
 
 from api.deps import enqueue, json_body, services
 from api.errors import APIError
-from api.schemas import RetainRequest, check_bank_id
+from api.schemas import RetainRequest, check_bank_id, check_idempotency_key
 from rcll.retain import pipeline
 from rcll.retain.submit import submit_retain
 from rcll.store import jobs
@@ -38,11 +38,14 @@ def retain(bank_id: str):
         raise APIError(400, "sync_batch_too_large",
                        f"async=false takes at most {SYNC_MAX_ITEMS} items; send async",
                        {"items": len(req.items), "max": SYNC_MAX_ITEMS})
-    key = req.idempotency_key or request.headers.get("Idempotency-Key")
+    key = req.idempotency_key or check_idempotency_key(request.headers.get("Idempotency-Key"))
     svc = services()
     with svc.pool.connection() as conn:
         job, created = submit_retain(conn, bank_id, req.items, key)
     job_id = str(job["id"])
+    if not created and job["state"] == "failed":  # a retry of a job that was never enqueued
+        with svc.pool.connection() as conn:
+            created = jobs.requeue_failed_enqueue(conn, job_id)
     if created:
         if req.async_:
             try:

@@ -31,7 +31,19 @@ def _client():
     return RCLLClient(url, timeout=300)
 
 
-@click.group()
+class _Group(click.Group):
+    """Turns API errors into one-line messages instead of tracebacks."""
+
+    def invoke(self, ctx: click.Context):
+        from rcll.client import RCLLHTTPError
+
+        try:
+            return super().invoke(ctx)
+        except RCLLHTTPError as exc:
+            raise click.ClickException(f"API error {exc.status} {exc.code}: {exc.message}")
+
+
+@click.group(cls=_Group)
 def cli() -> None:
     """RCLL memory service."""
 

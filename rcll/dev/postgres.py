@@ -79,7 +79,9 @@ def start(settings: Settings, log=print) -> None:
              "-E", "UTF8", "--locale=C"],
             settings,
         )
-    if not is_running(settings):
+    if is_running(settings):
+        _check_ours(settings, pgdata)
+    else:
         if not logfile.exists():
             logfile.touch()
         if os.geteuid() == 0:
@@ -94,6 +96,20 @@ def start(settings: Settings, log=print) -> None:
             settings,
         )
     _bootstrap_database(settings)
+
+
+def _check_ours(settings: Settings, pgdata: Path) -> None:
+    """Refuse a server on our port that serves another data folder (another checkout)."""
+    admin = f"postgresql://postgres@127.0.0.1:{settings.pg_port}/postgres"
+    try:
+        with psycopg.connect(admin, connect_timeout=3) as conn:
+            served = conn.execute("SHOW data_directory").fetchone()[0]
+    except psycopg.Error as exc:
+        raise RuntimeError(f"port {settings.pg_port} answers but is not our PostgreSQL: {exc}")
+    if Path(served).resolve() != pgdata:
+        raise RuntimeError(
+            f"port {settings.pg_port} is served by PostgreSQL with data in {served}, not "
+            f"{pgdata}; stop it or set RCLL_PG_PORT to another port")
 
 
 def _bootstrap_database(settings: Settings) -> None:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rcll.hierarchy import HALLS, ROOMS
+from rcll.validation import json_value, no_nul, utc_in_range
 
 
 class RetainItem(BaseModel):
@@ -39,7 +40,26 @@ class RetainItem(BaseModel):
     @field_validator("timestamp")
     @classmethod
     def _utc(cls, v: datetime | None) -> datetime | None:
-        return v.replace(tzinfo=UTC) if v is not None and v.tzinfo is None else v
+        return utc_in_range(v)
+
+    @field_validator("content", "context", "document_id")
+    @classmethod
+    def _text(cls, v: str | None) -> str | None:
+        return no_nul(v) if v is not None else v
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, v: list[str]) -> list[str]:
+        for tag in v:
+            if not 1 <= len(tag) <= 200:
+                raise ValueError("each tag must be 1-200 characters")
+            no_nul(tag)
+        return v
+
+    @field_validator("metadata")
+    @classmethod
+    def _metadata(cls, v: dict) -> dict:
+        return json_value(v)
 
     @field_validator("room")
     @classmethod

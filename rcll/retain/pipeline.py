@@ -96,6 +96,10 @@ def run_extract(ctx: RetainContext, job_id: str) -> dict | None:
             with ctx.pool.connection() as conn:
                 jobs.progress(conn, job_id, counts)
     with ctx.pool.connection() as conn:
+        # counts over every attempt: a redelivered job's earlier units are its own, not skips
+        seen = counts["units_created"] + counts["units_skipped"]
+        counts["units_created"] = units.count_for_job(conn, job_id)
+        counts["units_skipped"] = max(seen - counts["units_created"], 0)
         if raw_items and counts["items_failed"] == len(raw_items):
             jobs.finish(conn, job_id, "failed", counts, "; ".join(errors[:20]))
             return None

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rcll.hierarchy import HALLS, ROOMS
+from rcll.validation import no_nul
 
 MAX_QUERY_CHARS = 2_000
 MAX_TOKENS_CAP = 1_000_000
@@ -23,7 +24,7 @@ class RecallQuery(BaseModel):
     ``max_layer``: highest layer returned (default 2; L3 archive only when asked).
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
     max_tokens: int = Field(4_096, ge=1, le=MAX_TOKENS_CAP)
@@ -40,7 +41,7 @@ class RecallQuery(BaseModel):
     def _not_blank(cls, v: str) -> str:
         if not v.strip():
             raise ValueError("query must not be blank")
-        return v
+        return no_nul(v)
 
     @field_validator("room")
     @classmethod

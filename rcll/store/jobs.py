@@ -41,11 +41,11 @@ def create(conn: Connection, bank_id: str, kind: str, payload: list, counts: dic
 def get(conn: Connection, job_id: str | UUID, bank_id: str | None = None) -> dict:
     """The public view of a job. Raises :class:`JobNotFound` (also for a malformed id)."""
     try:
-        UUID(str(job_id))
+        job_uuid = str(UUID(str(job_id)))
     except ValueError:
         raise JobNotFound(f"operation {job_id!r} does not exist", {"operation_id": str(job_id)})
     sql = f"SELECT {PUBLIC_COLUMNS} FROM jobs WHERE id = %s"
-    params: list = [str(job_id)]
+    params: list = [job_uuid]
     if bank_id is not None:
         sql += " AND bank_id = %s"
         params.append(bank_id)
@@ -92,10 +92,31 @@ def finish(conn: Connection, job_id: str, state: str, counts: dict | None = None
     assert state in TERMINAL
     conn.execute(
         """UPDATE jobs SET state = %s, counts = counts || %s, error = %s, stage = 'done',
-                  finished_at = now(), updated_at = now(), payload = NULL
+                  finished_at = now(), updated_at = now(),
+                  payload = CASE WHEN %s = 'failed' THEN payload END
            WHERE id = %s""",
-        (state, Jsonb(counts or {}), error, job_id),
+        (state, Jsonb(counts or {}), error, state, job_id),
     )
+
+
+def requeue_failed_enqueue(conn: Connection, job_id: str) -> bool:
+    """Put a job that failed only because it could not be enqueued back to ``queued``."""
+    return conn.execute(
+        """UPDATE jobs SET state = 'queued', error = NULL, finished_at = NULL, stage = NULL,
+                  updated_at = now()
+           WHERE id = %s AND state = 'failed' AND error LIKE 'enqueue failed%%'
+             AND payload IS NOT NULL
+           RETURNING id""", (job_id,)).fetchone() is not None
+
+
+def claim_stale(conn: Connection, stale_after_s: float) -> list[dict]:
+    """Running jobs with no progress for ``stale_after_s`` (their worker died): bump them
+    and return ``[{"id", "stage"}]`` for re-enqueueing. The bump makes each claim happen once
+    per staleness period even with several sweepers."""
+    return conn.execute(
+        """UPDATE jobs SET updated_at = now()
+           WHERE state = 'running' AND updated_at < now() - make_interval(secs => %s)
+           RETURNING id, stage""", (stale_after_s,)).fetchall()
 
 
 def list_recent(conn: Connection, bank_id: str | None = None, state: str | None = None,

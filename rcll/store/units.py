@@ -88,3 +88,9 @@ def invalidate_replaced(conn: Connection, document_uuid: str, keep_hashes: list[
 def count(conn: Connection, bank_id: str) -> int:
     return conn.execute("SELECT count(*) AS n FROM memory_units WHERE bank_id = %s",
                         (bank_id,)).fetchone()["n"]
+
+
+def count_for_job(conn: Connection, job_id: str) -> int:
+    """Units a job created, over all its attempts."""
+    return conn.execute("SELECT count(*) AS n FROM memory_units WHERE job_id = %s",
+                        (job_id,)).fetchone()["n"]

@@ -36,6 +36,15 @@ def _error(resp, status, code):
     ({"items": [{"content": "x" * 5_001}]}, 413, "item_too_large"),
     ({"items": [{"content": f"item {i}"} for i in range(51)]}, 413, "too_many_items"),
     ({"items": "nope"}, 400, "invalid_request"),
+    ({"items": [{"content": "nul\u0000byte"}]}, 400, "invalid_request"),
+    ({"items": [{"content": "x", "metadata": {"k\u0000": 1}}]}, 400, "invalid_request"),
+    ({"items": [{"content": "x", "tags": ["ok", "t\u0000"]}]}, 400, "invalid_request"),
+    ({"items": [{"content": "x", "timestamp": "9999-12-31T23:59:59-14:00"}]}, 400,
+     "invalid_request"),
+    ({"items": [{"content": "x", "timestamp": "0001-01-01T00:00:00+14:00"}]}, 400,
+     "invalid_request"),
+    ({"items": [{"content": "x", "metadata": {"a": float("nan")}}]}, 400, "invalid_request"),
+    ({"items": [{"content": "x", "idempotency_key": "k\u0000"}], }, 400, "invalid_request"),
     (["not", "an", "object"], 400, "invalid_request"),
 ])
 def test_bad_retain(client, services, seeded, payload, status, code):
@@ -54,6 +63,23 @@ def test_malformed_json(client, services, seeded):
 def test_invalid_bank_id(client, services, seeded):
     _error(client.post("/v1/default/banks/bad%20id!/memories", json={"items": [{"content": "x"}]}),
            400, "invalid_bank_id")
+    _error(client.post("/v1/default/banks/nl%0A/memories", json={"items": [{"content": "x"}]}),
+           400, "invalid_bank_id")
+    _error(client.get("/jobs?bank_id=%00"), 400, "invalid_bank_id")
+
+
+def test_deep_json_and_bad_header(client, services, seeded):
+    deep = '{"items":[{"content":"x","metadata":' + "[" * 5000 + "]" * 5000 + "}]}"
+    _error(client.post(RETAIN, data=deep, content_type="application/json"), 400,
+           "malformed_json")
+    deep_meta: list = [1]
+    for _ in range(20):
+        deep_meta = [deep_meta]
+    nested = {"items": [{"content": "x", "metadata": {"a": deep_meta}}]}
+    _error(client.post(RETAIN, json=nested), 400, "invalid_request")
+    _error(client.post(RETAIN, json={"items": [{"content": "x"}]},
+                       headers={"Idempotency-Key": "k" * 6000}), 400, "invalid_idempotency_key")
+    assert db_counts(services, BANK) == seeded
 
 
 @pytest.mark.parametrize("payload", [
@@ -66,6 +92,8 @@ def test_invalid_bank_id(client, services, seeded):
     {"query": "ok", "channels": "graph"},
     {"query": "ok", "max_layer": 4},
     {"query": "ok", "unknown_field": 1},
+    {"query": "gym\u0000time"},
+    {"query": "ok", "max_tokens": True},
     {},
 ])
 def test_bad_recall(client, services, seeded, payload):
@@ -85,6 +113,8 @@ def test_unknown_operation(client, seeded):
            "operation_not_found")
     _error(client.get(f"/v1/default/banks/{BANK}/operations/00000000-0000-0000-0000-000000000000"),
            404, "operation_not_found")
+    _error(client.get(f"/v1/default/banks/{BANK}/operations/"
+                      "urn:uuid:00000000-0000-0000-0000-000000000000"), 404, "operation_not_found")
 
 
 def test_unknown_route_and_method(client):

@@ -37,6 +37,9 @@ def test_killed_worker_does_not_duplicate(client, worker, services, settings):
     stack.start_worker(settings, name="worker", log=lambda *_: None)
     finals = [wait_job(client, bank, o["operation_id"], timeout_s=180) for o in ops]
     assert [f["status"] for f in finals] == ["succeeded", "succeeded"]
+    # counts add up over attempts: a redelivered job's earlier units are not "skipped"
+    assert [f["counts"]["units_created"] for f in finals] == [50, 50]
+    assert [f["counts"]["units_skipped"] for f in finals] == [0, 0]
     counts = db_counts(services, bank)
     assert counts["units"] == 100
     assert counts["embeddings"] == 100
