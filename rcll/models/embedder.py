@@ -10,7 +10,6 @@ import hashlib
 import logging
 import os
 import threading
-from pathlib import Path
 from typing import Protocol
 
 import numpy as np
@@ -114,6 +113,3 @@ class EmbedderHandle:
         """``{"model", "loaded", "error"}`` for readiness reports."""
         return {"model": self.model_name, "loaded": self._embedder is not None, "error": self.error}
 
-
-def model_dir_exists(name: str) -> bool:
-    return Path(resolve_model_path(name)).exists()

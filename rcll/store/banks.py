@@ -23,10 +23,6 @@ def get(conn: Connection, bank_id: str) -> dict:
     return row
 
 
-def exists(conn: Connection, bank_id: str) -> bool:
-    return conn.execute("SELECT 1 FROM memory_banks WHERE id = %s", (bank_id,)).fetchone() is not None
-
-
 def list_all(conn: Connection) -> list[dict]:
     """Every bank with its unit count, newest first."""
     return conn.execute(

@@ -85,11 +85,6 @@ def invalidate_replaced(conn: Connection, document_uuid: str, keep_hashes: list[
     return cur.rowcount
 
 
-def count(conn: Connection, bank_id: str) -> int:
-    return conn.execute("SELECT count(*) AS n FROM memory_units WHERE bank_id = %s",
-                        (bank_id,)).fetchone()["n"]
-
-
 def count_for_job(conn: Connection, job_id: str) -> int:
     """Units a job created, over all its attempts."""
     return conn.execute("SELECT count(*) AS n FROM memory_units WHERE job_id = %s",
