@@ -16,6 +16,12 @@ from rcll.config import get_settings
 console = Console(stderr=True)
 
 
+def _out() -> Console:
+    """Standard output; wide enough for result tables when piped (no terminal width)."""
+    out = Console()
+    return out if out.is_terminal else Console(width=160)
+
+
 def _client():
     """A client for the configured API; a clear error if nothing answers there."""
     import httpx
@@ -172,7 +178,7 @@ def recall(query: str, bank: str, limit: int, max_tokens: int, channels: str, as
         table.add_row(str(i), f"{r['scores']['rrf']:.4f}", str(r["ranks"].get("dense")),
                       str(r["ranks"].get("lexical")), f"{r['room']}/{r['hall']}",
                       r["text"][:160].replace("\n", " "))
-    Console().print(table)
+    _out().print(table)
 
 
 @cli.command()
@@ -190,7 +196,7 @@ def jobs(bank: str | None, state: str | None, limit: int) -> None:
                       f"{c.get('items_done', 0)}/{c.get('items', 0)} items, "
                       f"{c.get('units_created', 0)} new, {c.get('units_embedded', 0)} embedded",
                       (j.get("error") or "")[:60])
-    Console().print(table)
+    _out().print(table)
 
 
 @cli.group()
