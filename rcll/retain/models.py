@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from rcll.hierarchy import HALLS, ROOMS
+from rcll.hierarchy import Hall, Room
 from rcll.validation import json_value, no_nul, utc_in_range
 
 
@@ -26,8 +26,8 @@ class RetainItem(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
     document_id: str | None = Field(None, min_length=1, max_length=512)
     tags: list[str] = Field(default_factory=list, max_length=64)
-    room: str | None = None
-    hall: str | None = None
+    room: Room | None = None
+    hall: Hall | None = None
     layer: int = Field(2, ge=0, le=3)
 
     @field_validator("content")
@@ -61,16 +61,4 @@ class RetainItem(BaseModel):
     def _metadata(cls, v: dict) -> dict:
         return json_value(v)
 
-    @field_validator("room")
-    @classmethod
-    def _room(cls, v: str | None) -> str | None:
-        if v is not None and v not in ROOMS:
-            raise ValueError(f"unknown room {v!r}; one of {', '.join(ROOMS)}")
-        return v
 
-    @field_validator("hall")
-    @classmethod
-    def _hall(cls, v: str | None) -> str | None:
-        if v is not None and v not in HALLS:
-            raise ValueError(f"unknown hall {v!r}; one of {', '.join(HALLS)}")
-        return v

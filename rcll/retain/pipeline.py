@@ -43,8 +43,15 @@ class RetainContext:
 def drafts_for(item: RetainItem, ctx: RetainContext) -> list[UnitDraft]:
     """Chunk and classify one item into unit drafts (no I/O)."""
     out = []
-    chunks = chunk_text(item.content, ctx.chunk_max_tokens, ctx.tokens.count_many)
-    sizes = ctx.tokens.count_many(chunks) if ctx.tokens.exact else [None] * len(chunks)
+    known: dict[str, int] = {}  # chunking counts tokens already; count each text once
+
+    def count(texts: list[str]) -> list[int]:
+        todo = [t for t in dict.fromkeys(texts) if t not in known]
+        known.update(zip(todo, ctx.tokens.count_many(todo), strict=True))
+        return [known[t] for t in texts]
+
+    chunks = chunk_text(item.content, ctx.chunk_max_tokens, count)
+    sizes = count(chunks) if ctx.tokens.exact else [None] * len(chunks)
     for i, (text, size) in enumerate(zip(chunks, sizes, strict=True)):
         room, hall = ctx.classifier.classify(text, item.room, item.hall)
         out.append(UnitDraft(text=text, chunk_hash=sha256(text), chunk_index=i, room=room,

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from rcll.hierarchy import HALLS, ROOMS
+from rcll.hierarchy import Hall, Room
 from rcll.validation import no_nul
 
 MAX_QUERY_CHARS = 2_000
@@ -30,8 +30,8 @@ class RecallQuery(BaseModel):
     max_tokens: int = Field(4_096, ge=1, le=MAX_TOKENS_CAP)
     limit: int = Field(50, ge=1, le=MAX_LIMIT)
     channels: Literal["hybrid", "dense", "lexical"] = "hybrid"
-    room: str | None = None
-    hall: str | None = None
+    room: Room | None = None
+    hall: Hall | None = None
     max_layer: int | None = Field(None, ge=0, le=3)
     include_archive: bool = False
     trace: bool = False
@@ -43,19 +43,7 @@ class RecallQuery(BaseModel):
             raise ValueError("query must not be blank")
         return no_nul(v)
 
-    @field_validator("room")
-    @classmethod
-    def _room(cls, v: str | None) -> str | None:
-        if v is not None and v not in ROOMS:
-            raise ValueError(f"unknown room {v!r}; one of {', '.join(ROOMS)}")
-        return v
 
-    @field_validator("hall")
-    @classmethod
-    def _hall(cls, v: str | None) -> str | None:
-        if v is not None and v not in HALLS:
-            raise ValueError(f"unknown hall {v!r}; one of {', '.join(HALLS)}")
-        return v
 
     @property
     def layer_cap(self) -> int:

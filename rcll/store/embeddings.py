@@ -48,6 +48,6 @@ def write(conn: Connection, rows: list[dict], vectors: np.ndarray, *, model: str
                ON CONFLICT (unit_id, model) DO UPDATE
                  SET embedding = EXCLUDED.embedding, input_stamp = EXCLUDED.input_stamp,
                      created_at = now()""",
-            [(r["id"], r["bank_id"], model, stamp, v) for r, v in zip(rows, vectors, strict=False)],
+            [(r["id"], r["bank_id"], model, stamp, v) for r, v in zip(rows, vectors, strict=True)],
         )
     return len(rows)
