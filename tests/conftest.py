@@ -1,15 +1,21 @@
 """Test stack: a real PostgreSQL+pgvector (embedded wheel), a real Redis, a real Celery worker.
 
-Everything is separate from the dev stack: its own state folder, port, database and Redis db.
+Everything is separate from the dev stack and from any other test run on the machine: each
+session takes free ports, starts its own PostgreSQL (data in a fresh folder under
+``.rcll-test/``) and its own Redis server, so two checkouts (or two runs of one) can test at
+once. Recovery timings are short here so fault tests do not wait on production timeouts.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
+import socket
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
-import redis
 
 from rcll.config import Settings
 from rcll.dev import postgres, processes, stack
@@ -20,15 +26,24 @@ ROOT = Path(__file__).resolve().parents[1]
 TEST_DB = "rcll_test"
 
 
-def _settings() -> Settings:
-    port = 54339
+def free_port() -> int:
+    """A TCP port nobody listens on right now (the kernel picks it)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _settings(state_dir: Path) -> Settings:
+    port = free_port()
     return Settings(
-        state_dir=ROOT / ".rcll-test",
+        state_dir=state_dir,
         pg_port=port,
         database_url=f"postgresql://rcll@127.0.0.1:{port}/{TEST_DB}",
-        redis_url="redis://127.0.0.1:6379/15",
+        redis_url=f"redis://127.0.0.1:{free_port()}/0",
         broker_visibility_timeout_s=4,
-        api_port=8766,
+        job_stale_after_s=8,
+        job_sweep_interval_s=1,
+        api_port=free_port(),
         max_items_per_request=50,
         max_item_chars=5_000,
     )
@@ -36,16 +51,21 @@ def _settings() -> Settings:
 
 @pytest.fixture(scope="session")
 def settings() -> Settings:
-    s = _settings()
+    base = ROOT / ".rcll-test"
+    base.mkdir(exist_ok=True)
+    state_dir = Path(tempfile.mkdtemp(prefix="run-", dir=base))
+    os.chmod(state_dir, 0o755)  # the PostgreSQL server user must reach its data folder
+    s = _settings(state_dir)
     postgres.start(s, log=lambda *_: None)
     postgres.create_database(s, TEST_DB, drop=True)
     migrate.upgrade(s)
     stack.grant_reader(s)
-    dev_redis.ensure(s, log=lambda *_: None)
-    redis.Redis.from_url(s.redis_url).flushdb()
+    assert dev_redis.ensure(s, log=lambda *_: None), "test Redis port was taken"
     yield s
+    processes.stop(s.run_dir.resolve(), "worker")
     postgres.stop(s, log=lambda *_: None)
     dev_redis.stop(s)
+    shutil.rmtree(state_dir, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
