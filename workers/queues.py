@@ -12,12 +12,10 @@ class QueueNames:
         return [cls.EXTRACT, cls.EMBED, cls.CONSOLIDATE, cls.MAINTENANCE]
 
 
-class TaskNames:
-    RETAIN_EXTRACT = "retain.extract"
-    RETAIN_EMBED = "retain.embed"
+def _routes() -> dict[str, dict[str, str]]:
+    from rcll.retain.stages import STAGES
+
+    return {stage.task_name: {"queue": stage.queue} for stage in STAGES}
 
 
-ROUTES = {
-    TaskNames.RETAIN_EXTRACT: {"queue": QueueNames.EXTRACT},
-    TaskNames.RETAIN_EMBED: {"queue": QueueNames.EMBED},
-}
+ROUTES = _routes()

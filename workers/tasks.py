@@ -10,10 +10,10 @@ import psycopg
 from celery.signals import worker_process_init, worker_ready
 
 from rcll.bootstrap import Services, bootstrap
-from rcll.retain import pipeline
+from rcll.retain import pipeline, stages
+from rcll.retain.stages import Stage
 from rcll.store import jobs
 from workers.celery_app import app
-from workers.queues import ROUTES, QueueNames, TaskNames
 
 log = logging.getLogger(__name__)
 _services: Services | None = None
@@ -47,20 +47,21 @@ def _run(task, stage: str, fn, job_id: str):
         raise
 
 
-@app.task(name=TaskNames.RETAIN_EXTRACT, bind=True, max_retries=5)
-def retain_extract(self, job_id: str) -> None:
-    """Chunk, classify and store a retain job's items, then queue its embedding."""
-    if _run(self, "extract", pipeline.run_extract, job_id) is not None:
-        app.send_task(TaskNames.RETAIN_EMBED, args=[job_id], queue=QueueNames.EMBED)
+def _register(stage: Stage):
+    """One Celery task per retain stage: run it, then enqueue the next stage."""
+
+    @app.task(name=stage.task_name, bind=True, max_retries=5)
+    def task(self, job_id: str) -> None:
+        if _run(self, stage.name, stage.run, job_id) is not None:
+            nxt = stages.after(stage.name)
+            if nxt is not None:
+                app.send_task(nxt.task_name, args=[job_id], queue=nxt.queue)
+
+    task.__doc__ = f"Retain stage {stage.name!r} for a job id (queue {stage.queue!r})."
+    return task
 
 
-@app.task(name=TaskNames.RETAIN_EMBED, bind=True, max_retries=5)
-def retain_embed(self, job_id: str) -> None:
-    """Embed the units a retain job created and end the job."""
-    _run(self, "embed", pipeline.run_embed, job_id)
-
-
-STAGE_TASKS = {"extract": TaskNames.RETAIN_EXTRACT, "embed": TaskNames.RETAIN_EMBED}
+TASKS = {stage.name: _register(stage) for stage in stages.STAGES}
 
 
 def sweep_stale_jobs(svc: Services, celery=None) -> list[str]:
@@ -70,8 +71,8 @@ def sweep_stale_jobs(svc: Services, celery=None) -> list[str]:
     with svc.pool.connection() as conn:
         stale = jobs.claim_stale(conn, svc.settings.job_stale_after_s)
     for job in stale:
-        task = STAGE_TASKS.get(job["stage"] or "extract", TaskNames.RETAIN_EXTRACT)
-        celery.send_task(task, args=[str(job["id"])], queue=ROUTES[task]["queue"])
+        stage = stages.by_name(job["stage"])
+        celery.send_task(stage.task_name, args=[str(job["id"])], queue=stage.queue)
         log.warning("re-enqueued stale job %s at stage %s", job["id"], job["stage"])
     return [str(j["id"]) for j in stale]
 

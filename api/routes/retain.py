@@ -7,10 +7,9 @@ from flask import Blueprint, jsonify, request
 from api.deps import enqueue, json_body, services
 from api.errors import APIError
 from api.schemas import RetainRequest, check_bank_id, check_idempotency_key
-from rcll.retain import pipeline
+from rcll.retain import pipeline, stages
 from rcll.retain.submit import submit_retain
 from rcll.store import jobs
-from workers.queues import TaskNames
 
 bp = Blueprint("retain", __name__)
 SYNC_MAX_ITEMS = 100
@@ -49,15 +48,13 @@ def retain(bank_id: str):
     if created:
         if req.async_:
             try:
-                enqueue(TaskNames.RETAIN_EXTRACT, job_id)
+                enqueue(stages.first().task_name, job_id)
             except Exception as exc:
                 pipeline.fail(svc.retain_context(), job_id, f"enqueue failed: {exc}")
                 raise APIError(503, "queue_unavailable", f"could not enqueue the job: {exc}",
                                {"operation_id": job_id})
         else:
-            ctx = svc.retain_context()
-            if pipeline.run_extract(ctx, job_id) is not None:
-                pipeline.run_embed(ctx, job_id)
+            stages.run_sync(svc.retain_context(), job_id)
     with svc.pool.connection() as conn:
         job = jobs.get(conn, job_id)
     body = {"success": job["state"] != "failed", "bank_id": bank_id,

@@ -1,0 +1,64 @@
+"""The retain pipeline as data: one ordered table of stages (name, queue, function).
+
+The Celery tasks (one per stage, named ``retain.<stage>``), the synchronous path and the
+recovery sweep all read this table, so adding a stage (entity resolution, consolidation) is
+one entry here. A stage function takes ``(RetainContext, job_id)`` and returns its counts, or
+``None`` when the job must not continue (gone, cancelled, ended or failed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from rcll.retain import pipeline
+from rcll.retain.pipeline import RetainContext
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One pipeline step: ``name`` is what ``jobs.stage`` shows while it runs, ``queue`` the
+    Celery queue whose workers run it, ``run(ctx, job_id) -> dict | None`` the work."""
+
+    name: str
+    queue: str
+    run: Callable[[RetainContext, str], dict | None]
+
+    @property
+    def task_name(self) -> str:
+        """The stable Celery task name, ``retain.<name>``."""
+        return f"retain.{self.name}"
+
+
+STAGES: tuple[Stage, ...] = (
+    Stage("extract", "extract", pipeline.run_extract),
+    Stage("embed", "embed", pipeline.run_embed),
+)
+
+
+def first() -> Stage:
+    """The stage a new job starts with."""
+    return STAGES[0]
+
+
+def by_name(name: str | None) -> Stage:
+    """The stage called ``name``; an unknown or empty name means the first stage (a job
+    that never started). Raises nothing."""
+    for stage in STAGES:
+        if stage.name == name:
+            return stage
+    return STAGES[0]
+
+
+def after(name: str) -> Stage | None:
+    """The stage that follows ``name``, or ``None`` after the last one."""
+    names = [s.name for s in STAGES]
+    i = names.index(name)
+    return STAGES[i + 1] if i + 1 < len(STAGES) else None
+
+
+def run_sync(ctx: RetainContext, job_id: str) -> None:
+    """Run every stage in order in this process (the ``async: false`` path)."""
+    for stage in STAGES:
+        if stage.run(ctx, job_id) is None:
+            return
