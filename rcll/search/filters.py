@@ -1,19 +1,16 @@
-"""The WHERE clause every candidate query shares: bank, hierarchy filters, live units only."""
+"""The WHERE clause every candidate query shares (see :mod:`rcll.search.scope`)."""
 
 from __future__ import annotations
 
 from rcll.search.models import RecallQuery
+from rcll.search.scope import CallerScope
 
 
-def unit_filter(q: RecallQuery, bank_id: str, alias: str = "u") -> tuple[str, dict]:
-    """``(sql, params)`` restricting ``alias`` (memory_units) to what this recall may see."""
-    parts = [f"{alias}.bank_id = %(bank_id)s", f"{alias}.layer <= %(layer_cap)s",
-             f"{alias}.superseded_by_id IS NULL", f"{alias}.invalidated_reason IS NULL"]
-    params: dict = {"bank_id": bank_id, "layer_cap": q.layer_cap}
-    if q.room:
-        parts.append(f"{alias}.room = %(room)s")
-        params["room"] = q.room
-    if q.hall:
-        parts.append(f"{alias}.hall = %(hall)s")
-        params["hall"] = q.hall
-    return " AND ".join(parts), params
+def unit_filter(q: RecallQuery | CallerScope, bank_id: str | None = None,
+                alias: str = "u") -> tuple[str, dict]:
+    """``(sql, params)`` restricting ``alias`` (memory_units) to what this recall may see.
+
+    Takes a :class:`CallerScope`, or a request plus its bank id (built into a scope).
+    """
+    scope = q if isinstance(q, CallerScope) else CallerScope.for_query(bank_id, q)
+    return scope.where(alias)

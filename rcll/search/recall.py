@@ -1,4 +1,4 @@
-"""Recall, cold tier: dense + lexical candidates → RRF → token-budget cut (spec §5).
+"""Recall, cold tier: the strategy's channels → RRF → token-budget cut (spec §5).
 
 Runs in one READ ONLY transaction on the read pool; never calls a language model.
 """
@@ -15,10 +15,10 @@ from rcll.errors import BankNotFound
 from rcll.models.embedder import EmbedderHandle
 from rcll.models.tokenizer import TokenCounter
 from rcll.search.budget import cut_to_budget
-from rcll.search.dense import dense_candidates
+from rcll.search.channels import CHANNELS, Channel, ChannelOutput, PreparedQuery
 from rcll.search.fusion import rrf
-from rcll.search.lexical import lexical_candidates
-from rcll.search.models import Candidate, RecallQuery, RecallResult
+from rcll.search.models import RecallQuery, RecallResult
+from rcll.search.scope import CallerScope
 from rcll.search.strategies import STRATEGIES, Strategy
 
 log = logging.getLogger(__name__)
@@ -41,91 +41,119 @@ class RecallContext:
     lexical_df_cutoff: float = 0.15
 
 
+def prepare(ctx: RecallContext, q: RecallQuery, needs_vector: bool) -> PreparedQuery:
+    """Embed the query once when a channel needs it; remember why not when it cannot."""
+    pq = PreparedQuery(q)
+    if not needs_vector:
+        return pq
+    emb = ctx.embedder.get()
+    if emb is None:
+        pq.vector_error = f"embedder unavailable ({ctx.embedder.error})"
+        return pq
+    try:
+        pq.vector, pq.model = emb.embed([q.query])[0], emb.model_name
+    except Exception as exc:
+        pq.vector_error = f"query embedding failed ({exc})"
+    return pq
+
+
 def recall(ctx: RecallContext, bank_id: str, q: RecallQuery,
-           strategies: dict[str, Strategy] = STRATEGIES) -> RecallResult:
+           strategies: dict[str, Strategy] = STRATEGIES,
+           channels: dict[str, Channel] = CHANNELS) -> RecallResult:
     """Answer ``q`` against ``bank_id``. Raises :class:`BankNotFound`.
 
-    The dense channel is skipped (``dense_available: false``, mode A) when the embedder or
-    pgvector cannot serve; recall then answers lexically rather than refusing (spec §1.4).
+    Runs the strategy's channels from the registry, each in its own savepoint. A channel
+    that cannot serve (no query vector, an error) is skipped and named in ``degraded``; if
+    none of the strategy's channels could run, its ``fallback`` channels answer instead
+    (dense-only with the embedder down answers lexically, mode A) — degrade, never refuse
+    (spec §1.4).
     """
     t0 = time.perf_counter()
     timings: dict[str, float] = {}
     strategy = strategies[q.channels]
     degraded: list[str] = []
-
-    qvec, model = None, None
-    if "dense" in strategy.channels:
-        emb = ctx.embedder.get()
-        if emb is None:
-            degraded.append(f"dense: embedder unavailable ({ctx.embedder.error})")
-        else:
-            try:
-                qvec, model = emb.embed([q.query])[0], emb.model_name
-            except Exception as exc:
-                degraded.append(f"dense: query embedding failed ({exc})")
+    scope = CallerScope.for_query(bank_id, q)
+    wanted = list(strategy.channels)
+    needs_vector = any(channels[n].needs_vector for n in (*wanted, *strategy.fallback))
+    pq = prepare(ctx, q, needs_vector)
+    if needs_vector:
         timings["embed_query"] = _ms(t0)
 
-    channels: dict[str, list[Candidate]] = {}
-    lex_info: dict = {}
+    outputs: dict[str, ChannelOutput] = {}
     with ctx.pool.connection() as conn:
         with conn.transaction():
             conn.execute("SET TRANSACTION READ ONLY")
             if conn.execute("SELECT 1 FROM memory_banks WHERE id = %s", (bank_id,)).fetchone() is None:
                 raise BankNotFound(f"bank {bank_id!r} does not exist", {"bank_id": bank_id})
-            if qvec is not None:
-                t = time.perf_counter()
-                try:
-                    with conn.transaction():  # savepoint: a failing channel must not sink the rest
-                        channels["dense"] = dense_candidates(
-                            conn, q, bank_id, qvec, model=model,
-                            limit=ctx.candidates_per_channel, floor=ctx.dense_floor)
-                except Exception as exc:
-                    log.warning("dense channel failed: %s", exc)
-                    degraded.append(f"dense: {type(exc).__name__}")
-                timings["dense"] = _ms(t)
-            if "lexical" in strategy.channels:
-                t = time.perf_counter()
-                channels["lexical"], lex_info = lexical_candidates(
-                    conn, q, bank_id, limit=ctx.candidates_per_channel,
-                    df_cutoff=ctx.lexical_df_cutoff)
-                timings["lexical"] = _ms(t)
+            _run_channels(conn, ctx, scope, pq, [channels[n] for n in wanted], outputs,
+                          degraded, timings)
+            if not outputs and strategy.fallback:
+                _run_channels(conn, ctx, scope, pq, [channels[n] for n in strategy.fallback],
+                              outputs, degraded, timings)
+                if outputs:
+                    degraded.append(f"answered by fallback channels: {', '.join(outputs)}")
 
             t = time.perf_counter()
-            fused = rrf(channels, k=ctx.rrf_k, weights=strategy.weights)
+            ranked = {name: out.candidates for name, out in outputs.items()}
+            fused = rrf(ranked, k=ctx.rrf_k, weights=strategy.weights)
             timings["fuse"] = _ms(t)
             t = time.perf_counter()
             top = fused[: min(len(fused), max(q.limit * 2, q.limit + 20))]
             rows = _hydrate(conn, [uid for uid, _ in top])
         timings["hydrate"] = _ms(t)
 
-    ranks = {name: {c.unit_id: c for c in cands} for name, cands in channels.items()}
-    ordered = []
-    for uid, score in top:
-        row = rows.get(uid)
-        if row is None:
-            continue
-        ordered.append(_render(row, uid, score, ranks))
+    ranks = {name: {c.unit_id: c for c in cands} for name, cands in ranked.items()}
+    ordered = [_render(rows[uid], uid, score, ranks) for uid, score in top if uid in rows]
     t = time.perf_counter()
     results, used = cut_to_budget(ordered, q.max_tokens, q.limit, ctx.tokens)
     timings["budget"] = _ms(t)
     timings["total"] = _ms(t0)
 
-    dense_ok = "dense" in channels
+    counts: dict = {name: len(out.candidates) for name, out in outputs.items()}
+    counts.update(fused=len(fused), returned=len(results))
+    for name, out in outputs.items():
+        counts.update({f"{name}_{k}": v for k, v in out.info.items()})
+    dense_ok = pq.vector is not None and "dense" in outputs
     return RecallResult(
         results=results,
-        mode="B" if dense_ok and "lexical" in channels else ("dense" if dense_ok else "A"),
-        channels=sorted(channels),
-        dense_available=(dense_ok if "dense" in strategy.channels
-                         else ctx.embedder.get() is not None),
+        mode=_mode(set(outputs)),
+        channels=sorted(outputs),
+        dense_available=(dense_ok if needs_vector else ctx.embedder.get() is not None),
         reranked=False,
         tokens_used=used,
-        counts={"dense": len(channels.get("dense", [])),
-                "lexical": len(channels.get("lexical", [])), "fused": len(fused),
-                "returned": len(results), "lexical_terms": lex_info.get("terms", []),
-                "lexical_dropped_terms": lex_info.get("dropped_terms", [])},
+        counts=counts,
         degraded=degraded,
         timings_ms=timings if q.trace else None,
     )
+
+
+def _run_channels(conn, ctx: RecallContext, scope: CallerScope, pq: PreparedQuery,
+                  todo: list[Channel], outputs: dict[str, ChannelOutput], degraded: list[str],
+                  timings: dict[str, float]) -> None:
+    for ch in todo:
+        if ch.name in outputs:
+            continue
+        if ch.needs_vector and pq.vector is None:
+            degraded.append(f"{ch.name}: {pq.vector_error or 'no query vector'}")
+            continue
+        t = time.perf_counter()
+        try:
+            with conn.transaction():  # savepoint: a failing channel must not sink the rest
+                outputs[ch.name] = ch.candidates(conn, scope, pq, ctx)
+        except Exception as exc:
+            log.warning("%s channel failed: %s", ch.name, exc)
+            degraded.append(f"{ch.name}: {type(exc).__name__}")
+        timings[ch.name] = _ms(t)
+
+
+def _mode(ran: set[str]) -> str:
+    """Zero-LLM mode (spec §5): A = lexical only, B = lexical + dense fused; ``dense`` when
+    only the dense channel answered; ``none`` when nothing could."""
+    if {"dense", "lexical"} <= ran:
+        return "B"
+    if "lexical" in ran:
+        return "A"
+    return "dense" if "dense" in ran else "none"
 
 
 def _hydrate(conn, ids: list[str]) -> dict[str, dict]:

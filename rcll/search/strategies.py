@@ -7,11 +7,13 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class Strategy:
-    """A named channel mix. ``weights`` scale each channel's RRF contribution."""
+    """A named channel mix. ``weights`` scale each channel's RRF contribution; ``fallback``
+    channels answer when none of ``channels`` could run (a part is down)."""
 
     name: str
     channels: tuple[str, ...]
     weights: dict[str, float] = field(default_factory=dict)
+    fallback: tuple[str, ...] = ()
 
 
 # Hybrid weighs the dense channel 0.3 against lexical 1.0 in RRF (k = 60). Measured with
@@ -23,6 +25,6 @@ class Strategy:
 # Equal weights let the weaker dense list push lexical hits out of the top five.
 STRATEGIES: dict[str, Strategy] = {
     "hybrid": Strategy("hybrid", ("dense", "lexical"), {"dense": 0.3, "lexical": 1.0}),
-    "dense": Strategy("dense", ("dense",)),
+    "dense": Strategy("dense", ("dense",), fallback=("lexical",)),
     "lexical": Strategy("lexical", ("lexical",)),
 }

@@ -25,3 +25,26 @@ def test_recall_and_retain_without_embedder(settings):
         assert ready["checks"]["embedder"]["ok"] is False and ready["mode"] == "A"
     finally:
         svc.close()
+
+
+def test_dense_only_recall_with_embedder_down_answers_lexically(settings):
+    """Fault 10: `channels: dense` with the embedder down returned nothing with mode A."""
+    svc = bootstrap(settings.model_copy(update={"embedder_enabled": False}))
+    c = create_app(services=svc, enqueue=lambda *_: None).test_client()
+    try:
+        c.post("/v1/default/banks/no-emb-dense/memories", json={"items": [
+            {"content": "Gus: the staging database password rotates every 30 days.",
+             "document_id": "pw"},
+            {"content": "Hal: lunch is at noon on Fridays.", "document_id": "lunch"}],
+            "async": False})
+        out = c.post("/v1/default/banks/no-emb-dense/memories/recall",
+                     json={"query": "when does the database password rotate", "channels": "dense",
+                           "trace": True}).get_json()
+        assert [r["document_id"] for r in out["results"]] == ["pw"]
+        assert out["mode"] == "A" and out["channels"] == ["lexical"]
+        assert out["dense_available"] is False
+        assert any("embedder unavailable" in d for d in out["degraded"])
+        assert any("fallback" in d for d in out["degraded"])
+        assert out["counts"]["lexical"] == 1 and "dense" not in out["counts"]
+    finally:
+        svc.close()

@@ -1,0 +1,94 @@
+"""Recall channels as a registry: each one yields ranked candidates for a scope and a query.
+
+A channel is a name, what it needs from the prepared query, and ``candidates(conn, scope,
+prepared, ctx)``. Recall iterates the strategy's channels from :data:`CHANNELS`, each in its
+own savepoint, so a new channel (graph, temporal) is one class and one registry entry.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+from psycopg import Connection
+
+from rcll.search.dense import dense_candidates
+from rcll.search.lexical import lexical_candidates
+from rcll.search.models import Candidate, RecallQuery
+from rcll.search.scope import CallerScope
+
+if TYPE_CHECKING:
+    from rcll.search.recall import RecallContext
+
+
+@dataclass
+class PreparedQuery:
+    """The query once prepared: the request, and its unit-norm float32 vector ``(dim,)`` with
+    the embedder's model name when the embedder could serve (else ``None`` and why not)."""
+
+    request: RecallQuery
+    vector: np.ndarray | None = None
+    model: str | None = None
+    vector_error: str | None = None
+
+    @property
+    def text(self) -> str:
+        return self.request.query
+
+
+@dataclass
+class ChannelOutput:
+    """A channel's ranked candidates (rank 1 first) and what it reports about itself
+    (surfaced in the response's ``counts`` as ``<channel>_<key>``)."""
+
+    candidates: list[Candidate]
+    info: dict = field(default_factory=dict)
+
+
+class Channel(Protocol):
+    """A candidate generator over the units a :class:`CallerScope` allows."""
+
+    name: str
+    needs_vector: bool
+
+    def candidates(self, conn: Connection, scope: CallerScope, pq: PreparedQuery,
+                   ctx: RecallContext) -> ChannelOutput: ...
+
+
+class DenseChannel:
+    """pgvector cosine similarity to the query vector, floor ``ctx.dense_floor``."""
+
+    name = "dense"
+    needs_vector = True
+
+    def candidates(self, conn, scope, pq, ctx) -> ChannelOutput:
+        cands = dense_candidates(conn, scope, scope.bank_id, pq.vector, model=pq.model,
+                                 limit=ctx.candidates_per_channel, floor=ctx.dense_floor)
+        return ChannelOutput(cands)
+
+
+class LexicalChannel:
+    """Okapi BM25 over PostgreSQL full text (see :mod:`rcll.search.lexical`)."""
+
+    name = "lexical"
+    needs_vector = False
+
+    def candidates(self, conn, scope, pq, ctx) -> ChannelOutput:
+        cands, info = lexical_candidates(conn, _ScopedQuery(pq.request, scope), scope.bank_id,
+                                         limit=ctx.candidates_per_channel,
+                                         df_cutoff=ctx.lexical_df_cutoff)
+        return ChannelOutput(cands, {"terms": info.get("terms", []),
+                                     "dropped_terms": info.get("dropped_terms", [])})
+
+
+class _ScopedQuery:
+    """A request whose hierarchy filters come from the scope (what the channel functions read:
+    ``query``, ``room``, ``hall``, ``layer_cap``)."""
+
+    def __init__(self, request: RecallQuery, scope: CallerScope):
+        self.query = request.query
+        self.room, self.hall, self.layer_cap = scope.room, scope.hall, scope.layer_cap
+
+
+CHANNELS: dict[str, Channel] = {c.name: c for c in (DenseChannel(), LexicalChannel())}

@@ -1,0 +1,44 @@
+"""The caller scope: what one recall may see, and the SQL that enforces it in every channel.
+
+Every candidate query (dense, lexical, and later graph, temporal, hot and warm tiers) filters
+by the same :class:`CallerScope`, so permissions (member, purpose; spec §1.5) plug in here
+once and no channel, reranker or count ever sees a row outside it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rcll.search.models import RecallQuery
+
+
+@dataclass(frozen=True)
+class CallerScope:
+    """Rows a recall may read: one bank, live units only, the request's hierarchy filters.
+
+    ``layer_cap``: highest layer (0–3) returned. ``room``/``hall``: exact filters or ``None``.
+    """
+
+    bank_id: str
+    layer_cap: int = 2
+    room: str | None = None
+    hall: str | None = None
+
+    @classmethod
+    def for_query(cls, bank_id: str, q: RecallQuery) -> CallerScope:
+        """The scope of recall request ``q`` against ``bank_id``."""
+        return cls(bank_id=bank_id, layer_cap=q.layer_cap, room=q.room, hall=q.hall)
+
+    def where(self, alias: str = "u") -> tuple[str, dict]:
+        """``(sql, params)`` restricting ``alias`` (memory_units) to this scope; named
+        ``%(…)s`` parameters, to be merged into the statement's own."""
+        parts = [f"{alias}.bank_id = %(bank_id)s", f"{alias}.layer <= %(layer_cap)s",
+                 f"{alias}.superseded_by_id IS NULL", f"{alias}.invalidated_reason IS NULL"]
+        params: dict = {"bank_id": self.bank_id, "layer_cap": self.layer_cap}
+        if self.room:
+            parts.append(f"{alias}.room = %(room)s")
+            params["room"] = self.room
+        if self.hall:
+            parts.append(f"{alias}.hall = %(hall)s")
+            params["hall"] = self.hall
+        return " AND ".join(parts), params
