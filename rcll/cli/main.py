@@ -106,6 +106,16 @@ def worker(queues: str | None, concurrency: int | None) -> None:
     os.execv(cmd[0], cmd)
 
 
+@cli.command()
+def beat() -> None:
+    """Run Celery beat in the foreground: schedules the job recovery sweep. Run exactly one."""
+    from rcll.dev.stack import beat_cmd
+
+    cmd = beat_cmd(get_settings())
+    get_settings().run_dir.resolve().mkdir(parents=True, exist_ok=True)
+    os.execv(cmd[0], cmd)
+
+
 def _items_from(paths: tuple[str, ...]) -> list[dict]:
     items: list[dict] = []
     for p in map(Path, paths):
