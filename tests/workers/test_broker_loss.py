@@ -116,3 +116,19 @@ def test_dead_workers_job_is_resent_after_its_lease_expires(client, services, se
                      "updated_at = now() - %s WHERE id = %s", (timedelta(seconds=40), job_id))
     op = wait_job(client, bank, job_id, timeout_s=30)
     assert op["status"] == "succeeded"
+
+
+def test_beat_process_schedules_the_sweep_on_maintenance(settings, worker):
+    entry = make_celery(settings).conf.beat_schedule["sweep-jobs"]
+    assert entry["task"] == "maintenance.sweep_jobs"
+    assert entry["options"]["queue"] == "maintenance"
+    log_path = settings.run_dir.resolve() / "beat.log"
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if "Sending due task sweep-jobs (maintenance.sweep_jobs)" in log_path.read_text():
+            break
+        time.sleep(0.5)
+    else:
+        raise AssertionError("beat did not send the sweep")
+    worker_log = (settings.run_dir.resolve() / "worker.log").read_text()
+    assert "maintenance.sweep_jobs" in worker_log  # and a worker ran it
