@@ -43,6 +43,9 @@ class Settings(BaseSettings):
     job_queued_grace_s: float = Field(
         30, description="A queued job (or a finished stage whose next one was never sent) "
         "untouched this long is re-sent by the sweep; then with backoff (x2 per re-send).")
+    job_max_lease_expiries: int = Field(
+        5, description="A job whose worker stopped this many times while running it (killed, "
+        "out of memory) ends failed instead of being re-sent again.")
     job_sweep_interval_s: float = Field(
         10, description="How often the beat process runs the recovery sweep.")
     db_pool_timeout_s: float = Field(

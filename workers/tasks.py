@@ -80,7 +80,9 @@ def sweep_jobs(svc: Services, celery=None) -> list[str]:
     def send(stage: Stage, job_id: str) -> None:
         celery.send_task(stage.task_name, args=[job_id], queue=stage.queue)
 
-    return recovery.resend_lost(svc.pool, send, svc.settings.job_queued_grace_s)
+    s = svc.settings
+    return recovery.resend_lost(svc.pool, send, s.job_queued_grace_s,
+                                max_lease_expiries=s.job_max_lease_expiries)
 
 
 @app.task(name=SWEEP_TASK, ignore_result=True)

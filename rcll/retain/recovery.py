@@ -25,15 +25,25 @@ log = logging.getLogger(__name__)
 
 
 def resend_lost(pool: ConnectionPool, send: Callable[[Stage, str], None], grace_s: float,
-                limit: int = 500) -> list[str]:
+                limit: int = 500, max_lease_expiries: int = 5) -> list[str]:
     """Claim lost jobs and ``send(stage, job_id)`` each at its current stage (a job that never
-    started: the first). The claim commits only if every send succeeded, so a broker that is
-    still down leaves the jobs due for the next sweep. Returns the re-sent job ids; raises
-    whatever ``send`` or the database raised."""
+    started: the first). A job whose worker stopped ``max_lease_expiries`` times while running
+    it ends ``failed`` instead (a job that kills its worker must not do so forever). The claim
+    commits only if every send succeeded, so a broker that is still down leaves the jobs due
+    for the next sweep. Returns the re-sent job ids; raises whatever ``send`` or the database
+    raised."""
+    resent = []
     with pool.connection() as conn, conn.transaction():
-        lost = jobs.claim_lost(conn, grace_s, limit)
-        for job in lost:
+        for job in jobs.claim_lost(conn, grace_s, limit):
             stage = stages.by_name(job["stage"])
+            if job["lease_expiries"] >= max_lease_expiries:
+                jobs.finish(conn, str(job["id"]), "failed", None,
+                            f"{stage.name}: the worker stopped {job['lease_expiries']} times "
+                            "while running this job (killed or out of memory?); gave up")
+                log.error("job %s failed: its worker stopped %d times", job["id"],
+                          job["lease_expiries"])
+                continue
             send(stage, str(job["id"]))
+            resent.append(str(job["id"]))
             log.warning("re-sent %s job %s at stage %s", job["state"], job["id"], stage.name)
-    return [str(j["id"]) for j in lost]
+    return resent

@@ -18,6 +18,7 @@ from rcll.errors import JobNotFound
 
 TERMINAL = ("succeeded", "failed", "partial")
 PUBLIC_COLUMNS = ("id, bank_id, kind, state, stage, counts, error, attempts, resends, "
+                  "lease_expiries, "
                   "idempotency_key, created_at, updated_at, started_at, finished_at")
 
 
@@ -114,11 +115,14 @@ def requeue_failed_enqueue(conn: Connection, job_id: str) -> bool:
 def acquire_lease(conn: Connection, job_id: str, owner: str, stage: str, first: bool,
                   lease_s: float) -> bool:
     """Take the lease on ``job_id`` to run ``stage`` for ``lease_s`` seconds (renewed by
-    :func:`renew_lease`). False when the job is gone, ended, at another stage (a stale
+    :func:`renew_lease`). Taking over an expired lease counts a ``lease_expiries`` (its
+    holder stopped without releasing it). False when the job is gone, ended, at another stage (a stale
     duplicate message) or leased by someone else whose lease has not expired. ``first``: this
     is the first stage, which also runs a job that never started (stage ``NULL``)."""
     return conn.execute(
         """UPDATE jobs SET lease_owner = %(owner)s, resends = 0, updated_at = now(),
+                  lease_expiries = lease_expiries
+                      + (lease_owner IS NOT NULL AND lease_owner <> %(owner)s)::int,
                   lease_until = now() + make_interval(secs => %(lease)s)
            WHERE id = %(id)s AND state IN ('queued', 'running')
              AND (stage = %(stage)s OR (%(first)s AND stage IS NULL))
@@ -150,8 +154,9 @@ def claim_lost(conn: Connection, grace_s: float, limit: int = 500,
     """Unfinished jobs nobody holds that made no progress for ``grace_s * 2**resends``
     seconds (``resends`` capped at ``max_backoff``): queued jobs whose message the broker lost,
     running jobs whose next stage was never sent, and running jobs whose lease expired (the
-    worker died). Bumps ``updated_at`` and ``resends`` and returns ``[{"id", "state",
-    "stage"}]``, oldest first, at most ``limit``. Run it inside a transaction that commits
+    worker died; counted in ``lease_expiries``). Bumps ``updated_at`` and ``resends`` and
+    returns ``[{"id", "state", "stage", "lease_expiries"}]``, oldest first, at most
+    ``limit``. Run it inside a transaction that commits
     only after the re-sends went out; ``SKIP LOCKED`` lets sweeps overlap without sending a
     job twice."""
     return conn.execute(
@@ -164,9 +169,10 @@ def claim_lost(conn: Connection, grace_s: float, limit: int = 500,
                ORDER BY updated_at LIMIT %(limit)s
                FOR UPDATE SKIP LOCKED)
            UPDATE jobs j SET updated_at = now(), resends = j.resends + 1,
+                             lease_expiries = j.lease_expiries + (j.lease_until IS NOT NULL)::int,
                              lease_owner = NULL, lease_until = NULL
            FROM due WHERE j.id = due.id
-           RETURNING j.id, j.state, j.stage""",
+           RETURNING j.id, j.state, j.stage, j.lease_expiries""",
         {"grace": grace_s, "cap": max_backoff, "limit": limit}).fetchall()
 
 

@@ -50,6 +50,8 @@ def test_redis_restart_does_not_strand_queued_jobs(client, services, settings, w
     t = time.monotonic()
     finals = [wait_job(client, bank, o, timeout_s=60) for o in ops]
     assert [f["status"] for f in finals] == ["succeeded"] * 6, finals
+    print(f"\nall {len(ops)} stranded jobs succeeded {time.monotonic() - t:.1f}s after "
+          "the worker and beat were up")
     assert time.monotonic() - t < 60
     assert db_counts(services, bank)["units"] == 6
     assert db_counts(services, bank)["embeddings"] == 6
@@ -132,3 +134,18 @@ def test_beat_process_schedules_the_sweep_on_maintenance(settings, worker):
         raise AssertionError("beat did not send the sweep")
     worker_log = (settings.run_dir.resolve() / "worker.log").read_text()
     assert "maintenance.sweep_jobs" in worker_log  # and a worker ran it
+
+
+def test_job_that_keeps_killing_its_worker_ends_failed(client, services, settings, worker):
+    bank = "poison-job"
+    with services.pool.connection() as conn:
+        job, _ = submit_retain(conn, bank, [RetainItem(content="Pia: a poison job.")])
+        job_id = str(job["id"])
+        # its worker died holding the lease as often as allowed but once
+        conn.execute("UPDATE jobs SET state = 'running', stage = 'extract', lease_owner = 'x', "
+                     "lease_until = now() - interval '1 second', lease_expiries = %s, "
+                     "updated_at = now() - interval '1 hour' WHERE id = %s",
+                     (settings.job_max_lease_expiries - 1, job_id))
+    op = wait_job(client, bank, job_id, timeout_s=30)
+    assert op["status"] == "failed" and "stopped" in op["error"]
+    assert op["attempts"] == 0  # not re-sent again
