@@ -42,6 +42,7 @@ def downgrade() -> None:
         DROP INDEX IF EXISTS jobs_bank_created_id;
         DROP INDEX IF EXISTS jobs_created_id;
         DROP INDEX IF EXISTS jobs_unfinished_updated;
-        ALTER TABLE jobs DROP COLUMN lease_expiries, DROP COLUMN resends, DROP COLUMN lease_until, DROP COLUMN lease_owner;
+        ALTER TABLE jobs DROP COLUMN lease_expiries, DROP COLUMN resends,
+                         DROP COLUMN lease_until, DROP COLUMN lease_owner;
         """
     )
