@@ -1,9 +1,16 @@
-"""JSON errors for every failure: ``{"error": {"code", "message", "details"}}``."""
+"""JSON errors for every failure: ``{"error": {"code", "message", "details"}}``.
+
+A 5xx never carries internal error text (exception messages, PostgreSQL's text): that goes to
+the log; the client gets a generic message and a code. A database outage (connection lost or
+refused, no pooled connection within ``RCLL_DB_POOL_TIMEOUT_S``) is a 503
+``database_unavailable``; every 503 carries ``Retry-After``.
+"""
 
 from __future__ import annotations
 
 import logging
 
+import psycopg
 from flask import Flask, jsonify
 from pydantic import ValidationError
 from werkzeug.exceptions import HTTPException
@@ -11,6 +18,7 @@ from werkzeug.exceptions import HTTPException
 from rcll.errors import RCLLError
 
 log = logging.getLogger(__name__)
+RETRY_AFTER_S = 5
 
 
 class APIError(RCLLError):
@@ -23,8 +31,11 @@ class APIError(RCLLError):
 
 
 def error_response(status: int, code: str, message: str, details: dict | None = None):
+    """The JSON error envelope; a 503 gets ``Retry-After: RETRY_AFTER_S``."""
     resp = jsonify({"error": {"code": code, "message": message, "details": details or {}}})
     resp.status_code = status
+    if status == 503:
+        resp.headers["Retry-After"] = str(RETRY_AFTER_S)
     return resp
 
 
@@ -50,7 +61,13 @@ def register(app: Flask) -> None:
         return error_response(exc.code or 500, codes.get(exc.code, f"http_{exc.code}"),
                               exc.description or exc.name)
 
+    @app.errorhandler(psycopg.OperationalError)  # also psycopg_pool.PoolTimeout
+    def _database_down(exc: psycopg.OperationalError):
+        log.warning("database unavailable: %s: %s", type(exc).__name__, exc)
+        return error_response(503, "database_unavailable",
+                              "the database is unavailable; retry later")
+
     @app.errorhandler(Exception)
     def _unexpected(exc: Exception):
         log.exception("unhandled error")
-        return error_response(500, "internal_error", f"{type(exc).__name__}: {exc}")
+        return error_response(500, "internal_error", "internal error; see the server log")

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import re
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
 from api.errors import APIError
 from rcll.retain.models import RetainItem
-from rcll.validation import no_nul
+from rcll.validation import TextModel, clean_text
 
 BANK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
 
 
-class RetainRequest(BaseModel):
+class RetainRequest(TextModel):
     """``POST /v1/default/banks/{bank_id}/memories`` — Hindsight's shape plus RCLL fields."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
@@ -25,12 +25,18 @@ class RetainRequest(BaseModel):
     @field_validator("idempotency_key")
     @classmethod
     def _key(cls, v: str | None) -> str | None:
-        return no_nul(v) if v is not None else v
+        return clean_text(v) if v is not None else v
 
 
 def check_idempotency_key(key: str | None) -> str | None:
-    """The ``Idempotency-Key`` header: 1–200 characters, no NUL. 400 otherwise."""
-    if key is not None and (not 1 <= len(key) <= 200 or "\x00" in key):
+    """The ``Idempotency-Key`` header: 1–200 characters of clean text. 400 otherwise."""
+    if key is None:
+        return key
+    try:
+        clean_text(key)
+    except ValueError:
+        key = ""
+    if not 1 <= len(key) <= 200:
         raise APIError(400, "invalid_idempotency_key",
                        "Idempotency-Key must be 1-200 characters without NUL")
     return key

@@ -28,7 +28,8 @@ class Services:
 
     @cached_property
     def pool(self) -> ConnectionPool:
-        pool = make_pool(self.settings.db_url, max_size=8, name="rcll-rw")
+        pool = make_pool(self.settings.db_url, max_size=8, name="rcll-rw",
+                         timeout=self.settings.db_pool_timeout_s)
         pool.open(wait=False)
         return pool
 
@@ -36,7 +37,8 @@ class Services:
     def read_pool(self) -> ConnectionPool:
         if self.settings.db_url_readonly == self.settings.db_url:
             return self.pool
-        pool = make_pool(self.settings.db_url_readonly, max_size=8, name="rcll-ro")
+        pool = make_pool(self.settings.db_url_readonly, max_size=8, name="rcll-ro",
+                         timeout=self.settings.db_pool_timeout_s)
         pool.open(wait=False)
         return pool
 

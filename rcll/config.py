@@ -37,9 +37,20 @@ class Settings(BaseSettings):
         description="Seconds before a task a dead worker held is redelivered (Redis broker); "
         "keep it above the longest task (an embed stage of max_items_per_request items).",
     )
-    job_stale_after_s: int = Field(
-        300, description="A running job with no progress this long is re-enqueued (worker died).")
-    job_sweep_interval_s: int = Field(60, description="How often a worker looks for stale jobs.")
+    job_stale_after_s: float = Field(
+        30, description="Lease of a running stage; its worker renews it every quarter of this "
+        "(heartbeat). A job whose lease expired (worker died) is re-sent by the sweep.")
+    job_queued_grace_s: float = Field(
+        30, description="A queued job (or a finished stage whose next one was never sent) "
+        "untouched this long is re-sent by the sweep; then with backoff (x2 per re-send).")
+    job_max_lease_expiries: int = Field(
+        5, description="A job whose worker stopped this many times while running it (killed, "
+        "out of memory) ends failed instead of being re-sent again.")
+    job_sweep_interval_s: float = Field(
+        10, description="How often the beat process runs the recovery sweep.")
+    db_pool_timeout_s: float = Field(
+        3, description="Most seconds a request or task waits for a pooled database connection "
+        "(then 503 database_unavailable / task retry).")
     api_host: str = "127.0.0.1"
     api_port: int = 8765
     api_url: str | None = Field(None, description="Where clients reach the API; defaults to host:port.")

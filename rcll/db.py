@@ -21,13 +21,19 @@ def _configure(conn: Connection) -> None:
     conn.commit()
 
 
-def make_pool(url: str, *, min_size: int = 1, max_size: int = 8, name: str = "rcll") -> ConnectionPool:
-    """A pool of dict-row connections to ``url``; opened lazily, so a down database is not fatal."""
+def make_pool(url: str, *, min_size: int = 1, max_size: int = 8, name: str = "rcll",
+              timeout: float = 30.0) -> ConnectionPool:
+    """A pool of dict-row connections to ``url``; opened lazily, so a down database is not fatal.
+    ``timeout``: seconds ``connection()`` waits before raising ``PoolTimeout``.
+    ``reconnect_timeout`` is short (10 s) so the pool's exponential reconnect backoff gives up
+    and starts afresh often: after an outage it reconnects within seconds, not minutes."""
     return ConnectionPool(
         url,
         min_size=min_size,
         max_size=max_size,
         name=name,
+        timeout=timeout,
+        reconnect_timeout=10.0,
         open=False,
         configure=_configure,
         kwargs={"row_factory": dict_row, "connect_timeout": 5},

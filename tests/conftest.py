@@ -41,8 +41,10 @@ def _settings(state_dir: Path) -> Settings:
         database_url=f"postgresql://rcll@127.0.0.1:{port}/{TEST_DB}",
         redis_url=f"redis://127.0.0.1:{free_port()}/0",
         broker_visibility_timeout_s=4,
-        job_stale_after_s=8,
+        job_stale_after_s=4,
+        job_queued_grace_s=2,
         job_sweep_interval_s=1,
+        db_pool_timeout_s=2,
         api_port=free_port(),
         max_items_per_request=50,
         max_item_chars=5_000,
@@ -63,6 +65,7 @@ def settings() -> Settings:
     assert dev_redis.ensure(s, log=lambda *_: None), "test Redis port was taken"
     yield s
     processes.stop(s.run_dir.resolve(), "worker")
+    processes.stop(s.run_dir.resolve(), "beat")
     postgres.stop(s, log=lambda *_: None)
     dev_redis.stop(s)
     shutil.rmtree(state_dir, ignore_errors=True)
@@ -79,10 +82,13 @@ def services(settings):
 
 @pytest.fixture(scope="session")
 def worker(settings):
-    """A real Celery worker process consuming every queue; stopped at the end."""
+    """A real Celery worker process consuming every queue, and a real beat process scheduling
+    the recovery sweep; stopped at the end."""
     stack.start_worker(settings, name="worker", log=lambda *_: None)
+    stack.start_beat(settings, log=lambda *_: None)
     yield settings
     processes.stop(settings.run_dir.resolve(), "worker")
+    processes.stop(settings.run_dir.resolve(), "beat")
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,5 @@
-"""The Celery app: broker from settings, late acks so a killed worker's task is redelivered."""
+"""The Celery app: broker from settings, late acks so a killed worker's task is redelivered,
+and the beat schedule of the recovery sweep (run ``rcll beat`` once per deployment)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from celery import Celery
 from kombu import Queue
 
 from rcll.config import Settings, get_settings
-from workers.queues import ROUTES, QueueNames
+from workers.queues import ROUTES, SWEEP_TASK, QueueNames
 
 
 def make_celery(settings: Settings | None = None) -> Celery:
@@ -28,6 +29,12 @@ def make_celery(settings: Settings | None = None) -> Celery:
         task_publish_retry_policy={"max_retries": 2, "interval_start": 0,
                                    "interval_step": 0.5, "interval_max": 1},
         broker_connection_retry_on_startup=True,
+        # One scheduler re-sends what the broker lost (rcll.retain.recovery); a sweep that
+        # waited longer than its interval is dropped, the next one does the same work.
+        beat_schedule={"sweep-jobs": {
+            "task": SWEEP_TASK, "schedule": float(s.job_sweep_interval_s),
+            "options": {"queue": QueueNames.MAINTENANCE,
+                        "expires": max(float(s.job_sweep_interval_s), 1.0)}}},
         worker_hijack_root_logger=False,
     )
     return app

@@ -12,10 +12,14 @@ class QueueNames:
         return [cls.EXTRACT, cls.EMBED, cls.CONSOLIDATE, cls.MAINTENANCE]
 
 
+SWEEP_TASK = "maintenance.sweep_jobs"  # the recovery sweep, scheduled by beat
+
+
 def _routes() -> dict[str, dict[str, str]]:
     from rcll.retain.stages import STAGES
 
-    return {stage.task_name: {"queue": stage.queue} for stage in STAGES}
+    return {**{stage.task_name: {"queue": stage.queue} for stage in STAGES},
+            SWEEP_TASK: {"queue": QueueNames.MAINTENANCE}}
 
 
 ROUTES = _routes()

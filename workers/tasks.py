@@ -1,19 +1,18 @@
-"""Named tasks. Each re-reads its job by id and hands the work to ``rcll.retain.pipeline``."""
+"""Named tasks. Each stage task re-reads its job by id, takes the job's lease and hands the
+work to ``rcll.retain``; ``maintenance.sweep_jobs`` (run by beat) re-sends what the broker lost."""
 
 from __future__ import annotations
 
 import logging
-import threading
-import time
 
 import psycopg
-from celery.signals import worker_process_init, worker_ready
+from celery.signals import worker_process_init
 
 from rcll.bootstrap import Services, bootstrap
-from rcll.retain import pipeline, stages
+from rcll.retain import lease, pipeline, recovery, stages
 from rcll.retain.stages import Stage
-from rcll.store import jobs
 from workers.celery_app import app
+from workers.queues import SWEEP_TASK
 
 log = logging.getLogger(__name__)
 _services: Services | None = None
@@ -48,13 +47,22 @@ def _run(task, stage: str, fn, job_id: str):
 
 
 def _register(stage: Stage):
-    """One Celery task per retain stage: run it, then enqueue the next stage."""
+    """One Celery task per retain stage: under the job's lease (a duplicate message for a job
+    running elsewhere or already past this stage does nothing), run it, then send the next."""
 
     @app.task(name=stage.task_name, bind=True, max_retries=5)
     def task(self, job_id: str) -> None:
-        if _run(self, stage.name, stage.run, job_id) is not None:
+        svc = services()
+        s = svc.settings
+        try:
+            with lease.hold(svc.pool, job_id, stage.name, first=stage is stages.first(),
+                            lease_s=s.job_stale_after_s) as held:
+                result = _run(self, stage.name, stage.run, job_id) if held else None
+        except psycopg.OperationalError as exc:  # could not take or release the lease
+            raise self.retry(exc=exc, countdown=2 ** min(self.request.retries, 5))
+        if result is not None:
             nxt = stages.after(stage.name)
-            if nxt is not None:
+            if nxt is not None:  # if this send is lost, the sweep re-sends after the grace
                 app.send_task(nxt.task_name, args=[job_id], queue=nxt.queue)
 
     task.__doc__ = f"Retain stage {stage.name!r} for a job id (queue {stage.queue!r})."
@@ -64,31 +72,20 @@ def _register(stage: Stage):
 TASKS = {stage.name: _register(stage) for stage in stages.STAGES}
 
 
-def sweep_stale_jobs(svc: Services, celery=None) -> list[str]:
-    """Re-enqueue running jobs whose worker died (no progress for ``job_stale_after_s``)
-    through ``celery`` (default: this worker's app). Returns the re-enqueued job ids."""
+def sweep_jobs(svc: Services, celery=None) -> list[str]:
+    """Re-send lost jobs (:func:`rcll.retain.recovery.resend_lost`) through ``celery``
+    (default: this app). Returns the re-sent job ids."""
     celery = celery or app
-    with svc.pool.connection() as conn:
-        stale = jobs.claim_stale(conn, svc.settings.job_stale_after_s)
-    for job in stale:
-        stage = stages.by_name(job["stage"])
-        celery.send_task(stage.task_name, args=[str(job["id"])], queue=stage.queue)
-        log.warning("re-enqueued stale job %s at stage %s", job["id"], job["stage"])
-    return [str(j["id"]) for j in stale]
+
+    def send(stage: Stage, job_id: str) -> None:
+        celery.send_task(stage.task_name, args=[job_id], queue=stage.queue)
+
+    s = svc.settings
+    return recovery.resend_lost(svc.pool, send, s.job_queued_grace_s,
+                                max_lease_expiries=s.job_max_lease_expiries)
 
 
-@worker_ready.connect
-def _start_sweeper(**_) -> None:
-    """A daemon thread in the worker's main process; redelivery no longer waits for the
-    broker's visibility timeout when a worker dies mid-job."""
-    svc = bootstrap()
-
-    def loop() -> None:
-        while True:
-            try:
-                sweep_stale_jobs(svc)
-            except Exception:
-                log.exception("stale-job sweep failed")
-            time.sleep(svc.settings.job_sweep_interval_s)
-
-    threading.Thread(target=loop, name="rcll-job-sweeper", daemon=True).start()
+@app.task(name=SWEEP_TASK, ignore_result=True)
+def sweep_jobs_task() -> int:
+    """The beat-scheduled recovery sweep (queue ``maintenance``); returns how many it re-sent."""
+    return len(sweep_jobs(services()))

@@ -1,10 +1,11 @@
-"""Banks: list and delete (a bank is created on first retain)."""
+"""Banks: list (paged) and delete (a bank is created on first retain)."""
 
 from __future__ import annotations
 
 from flask import Blueprint, jsonify
 
 from api.deps import services
+from api.paging import page_body, page_params
 from api.schemas import check_bank_id
 from rcll.store import banks
 
@@ -13,10 +14,14 @@ bp = Blueprint("banks", __name__)
 
 @bp.get("/v1/default/banks")
 def list_banks():
+    """One page of banks, newest first: ``?limit=&offset=``."""
+    limit, offset = page_params()
     with services().pool.connection() as conn:
-        rows = banks.list_all(conn)
-    return jsonify({"banks": [{"bank_id": r["id"], "name": r["name"], "units": r["units"],
-                               "created_at": r["created_at"].isoformat()} for r in rows]})
+        rows, total = banks.list_page(conn, limit, offset)
+    return jsonify(page_body("banks", [{"bank_id": r["id"], "name": r["name"],
+                                        "units": r["units"],
+                                        "created_at": r["created_at"].isoformat()}
+                                       for r in rows], limit, offset, total))
 
 
 @bp.delete("/v1/default/banks/<bank_id>")

@@ -1,12 +1,18 @@
-"""Liveness and readiness: readiness reports each part (database, broker, embedder)."""
+"""Liveness and readiness. Readiness reports each part (database, broker, embedder,
+tokenizer) with bounded timeouts; 503 when the database or the broker is down (the embedder
+and tokenizer degrade recall and token counts, they do not stop the service)."""
 
 from __future__ import annotations
+
+import logging
 
 from flask import Blueprint, jsonify
 
 from api.deps import services
 
 bp = Blueprint("health", __name__)
+log = logging.getLogger(__name__)
+CHECK_TIMEOUT_S = 2
 
 
 @bp.get("/healthz")
@@ -14,20 +20,62 @@ def healthz():
     return jsonify({"status": "ok"})
 
 
+def _database_ok(svc) -> bool:
+    try:
+        with svc.pool.connection(timeout=CHECK_TIMEOUT_S) as conn:
+            conn.execute("SELECT 1")
+        return True
+    except Exception as exc:
+        log.warning("readyz: database unreachable: %s", exc)
+        return False
+
+
+def _broker_ok(url: str) -> bool:
+    """Ping the broker: Redis with ``PING``, anything else through a kombu connection."""
+    try:
+        if url.startswith(("redis://", "rediss://", "unix://")):
+            import redis
+
+            client = redis.Redis.from_url(url, socket_timeout=CHECK_TIMEOUT_S,
+                                          socket_connect_timeout=CHECK_TIMEOUT_S)
+            try:
+                return bool(client.ping())
+            finally:
+                client.close()
+        from kombu import Connection
+
+        with Connection(url, connect_timeout=CHECK_TIMEOUT_S) as conn:
+            conn.ensure_connection(max_retries=1, timeout=CHECK_TIMEOUT_S)
+        return True
+    except Exception as exc:
+        log.warning("readyz: broker unreachable: %s", exc)
+        return False
+
+
 @bp.get("/readyz")
 def readyz():
+    """``{"ready", "checks": {database, broker, embedder, tokenizer}, "mode"}``; 200 when the
+    database and the broker answer, else 503 with ``Retry-After``. Errors are logged, not
+    returned."""
     svc = services()
-    checks: dict = {}
-    try:
-        with svc.pool.connection(timeout=3) as conn:
-            conn.execute("SELECT 1")
-        checks["database"] = {"ok": True}
-    except Exception as exc:
-        checks["database"] = {"ok": False, "error": str(exc)}
+    checks: dict = {"database": {"ok": _database_ok(svc)},
+                    "broker": {"ok": _broker_ok(svc.settings.broker)}}
+    for name in ("database", "broker"):
+        if not checks[name]["ok"]:
+            checks[name]["error"] = "unreachable"
     emb = svc.embedder
     emb.get()
-    checks["embedder"] = {"ok": emb.status()["loaded"], **emb.status()}
+    status = emb.status()
+    checks["embedder"] = {"ok": status["loaded"], "loaded": status["loaded"],
+                          "model": status.get("model")}
+    if not status["loaded"]:
+        log.warning("readyz: embedder not loaded: %s", status.get("error"))
+        checks["embedder"]["error"] = "not loaded"
     checks["tokenizer"] = {"ok": svc.tokens.exact, "exact": svc.tokens.exact}
-    ready = checks["database"]["ok"]
-    return jsonify({"ready": ready, "checks": checks,
-                    "mode": "B" if checks["embedder"]["ok"] else "A"}), (200 if ready else 503)
+    ready = checks["database"]["ok"] and checks["broker"]["ok"]
+    resp = jsonify({"ready": ready, "checks": checks,
+                    "mode": "B" if checks["embedder"]["ok"] else "A"})
+    resp.status_code = 200 if ready else 503
+    if not ready:
+        resp.headers["Retry-After"] = "5"
+    return resp

@@ -1,4 +1,4 @@
-"""Operations (jobs): state, stage, counts and error of each retain job."""
+"""Operations (jobs): state, stage, counts and error of each retain job; lists are paged."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from flask import Blueprint, jsonify, request
 
 from api.deps import services
 from api.errors import APIError
+from api.paging import page_body, page_params
 from api.schemas import check_bank_id
 from rcll.store import banks, jobs
 
@@ -22,27 +23,30 @@ def operation(bank_id: str, operation_id: str):
 
 @bp.get("/v1/default/banks/<bank_id>/operations")
 def bank_operations(bank_id: str):
+    """One page of a bank's jobs, newest first: ``?state=&limit=&offset=``."""
     check_bank_id(bank_id)
+    state, (limit, offset) = _state(), page_params()
     with services().pool.connection() as conn:
         banks.get(conn, bank_id)
-        return jsonify({"operations": [jobs.to_json(j) for j in _list(conn, bank_id)]})
+        rows, total = jobs.list_page(conn, bank_id, state, limit, offset)
+    return jsonify(page_body("operations", [jobs.to_json(j) for j in rows], limit, offset, total))
 
 
 @bp.get("/jobs")
 def all_jobs():
+    """One page of all jobs, newest first: ``?bank_id=&state=&limit=&offset=``."""
+    bank_id = request.args.get("bank_id")
+    if bank_id is not None:
+        check_bank_id(bank_id)
+    state, (limit, offset) = _state(), page_params()
     with services().pool.connection() as conn:
-        bank_id = request.args.get("bank_id")
-        if bank_id is not None:
-            check_bank_id(bank_id)
-        return jsonify({"jobs": [jobs.to_json(j) for j in _list(conn, bank_id)]})
+        rows, total = jobs.list_page(conn, bank_id, state, limit, offset)
+    return jsonify(page_body("jobs", [jobs.to_json(j) for j in rows], limit, offset, total))
 
 
-def _list(conn, bank_id):
+def _state() -> str | None:
     state = request.args.get("state")
     if state is not None and state not in STATES:
-        raise APIError(400, "invalid_request", f"state must be one of {', '.join(STATES)}")
-    try:
-        limit = min(max(int(request.args.get("limit", 50)), 1), 1000)
-    except ValueError:
-        raise APIError(400, "invalid_request", "limit must be an integer")
-    return jobs.list_recent(conn, bank_id, state, limit)
+        raise APIError(400, "invalid_request", f"state must be one of {', '.join(STATES)}",
+                       {"field": "state"})
+    return state

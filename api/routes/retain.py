@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 from flask import Blueprint, jsonify, request
 
 from api.deps import enqueue, json_body, services
@@ -12,6 +14,7 @@ from rcll.retain.submit import submit_retain
 from rcll.store import jobs
 
 bp = Blueprint("retain", __name__)
+log = logging.getLogger(__name__)
 SYNC_MAX_ITEMS = 100
 
 
@@ -51,7 +54,9 @@ def retain(bank_id: str):
                 enqueue(stages.first().task_name, job_id)
             except Exception as exc:
                 pipeline.fail(svc.retain_context(), job_id, f"enqueue failed: {exc}")
-                raise APIError(503, "queue_unavailable", f"could not enqueue the job: {exc}",
+                log.warning("enqueue of job %s failed: %s", job_id, exc)  # not in the 503 body
+                raise APIError(503, "queue_unavailable",
+                               "could not enqueue the job; retry later with the same key",
                                {"operation_id": job_id})
         else:
             stages.run_sync(svc.retain_context(), job_id)

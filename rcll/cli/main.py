@@ -56,12 +56,12 @@ def cli() -> None:
 
 @cli.group()
 def dev() -> None:
-    """The local stack: PostgreSQL+pgvector, Redis, a Celery worker and the API."""
+    """The local stack: PostgreSQL+pgvector, Redis, a Celery worker, beat and the API."""
 
 
 @dev.command("up")
 @click.option("--no-api", is_flag=True, help="Do not start the API.")
-@click.option("--no-worker", is_flag=True, help="Do not start a worker.")
+@click.option("--no-worker", is_flag=True, help="Do not start a worker (nor beat).")
 def dev_up(no_api: bool, no_worker: bool) -> None:
     """Start everything that is not running yet (idempotent)."""
     from rcll.dev import stack
@@ -71,7 +71,7 @@ def dev_up(no_api: bool, no_worker: bool) -> None:
 
 @dev.command("down")
 def dev_down() -> None:
-    """Stop the API, the worker, Redis (if started here) and the dev database."""
+    """Stop the API, the worker, beat, Redis (if started here) and the dev database."""
     from rcll.dev import stack
 
     stack.down(get_settings(), log=console.print)
@@ -103,6 +103,16 @@ def worker(queues: str | None, concurrency: int | None) -> None:
     from rcll.dev.stack import worker_cmd
 
     cmd = worker_cmd(get_settings(), queues, concurrency)
+    os.execv(cmd[0], cmd)
+
+
+@cli.command()
+def beat() -> None:
+    """Run Celery beat in the foreground: schedules the job recovery sweep. Run exactly one."""
+    from rcll.dev.stack import beat_cmd
+
+    cmd = beat_cmd(get_settings())
+    get_settings().run_dir.resolve().mkdir(parents=True, exist_ok=True)
     os.execv(cmd[0], cmd)
 
 

@@ -1,4 +1,4 @@
-"""``rcll dev up`` / ``rcll dev down``: PostgreSQL, Redis, a Celery worker and the API.
+"""``rcll dev up`` / ``rcll dev down``: PostgreSQL, Redis, a Celery worker, beat and the API.
 
 Idempotent (a running part is left alone); PID and log files live in ``<state_dir>/run``.
 """
@@ -44,6 +44,13 @@ def worker_cmd(settings: Settings, queues: str | None = None, concurrency: int |
     return cmd
 
 
+def beat_cmd(settings: Settings) -> list[str]:
+    """The Celery beat command line: schedules the recovery sweep (one per deployment)."""
+    return [sys.executable, "-m", "celery", "-A", "workers.celery_app", "beat",
+            "--loglevel", "INFO",
+            "--schedule", str(settings.run_dir.resolve() / "celerybeat-schedule")]
+
+
 def api_cmd(settings: Settings) -> list[str]:
     """The gunicorn command line serving ``api.app:create_app()``."""
     return [sys.executable, "-m", "gunicorn", "--bind", f"{settings.api_host}:{settings.api_port}",
@@ -74,17 +81,22 @@ def wait_http(url: str, timeout_s: float, proc_alive) -> None:
     raise TimeoutError(f"{url} did not answer within {timeout_s:.0f}s")
 
 
-def wait_worker(log_path: Path, since: int, timeout_s: float, proc_alive) -> None:
+def wait_log(log_path: Path, since: int, marker: bytes, timeout_s: float, proc_alive) -> None:
+    """Wait until ``marker`` appears in ``log_path`` after byte ``since``."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         with open(log_path, "rb") as fh:
             fh.seek(since)
-            if b" ready." in fh.read():
+            if marker in fh.read():
                 return
         if not proc_alive():
-            raise RuntimeError(f"worker exited; see {log_path}")
+            raise RuntimeError(f"process exited; see {log_path}")
         time.sleep(0.3)
-    raise TimeoutError(f"worker not ready within {timeout_s:.0f}s; see {log_path}")
+    raise TimeoutError(f"not ready within {timeout_s:.0f}s; see {log_path}")
+
+
+def wait_worker(log_path: Path, since: int, timeout_s: float, proc_alive) -> None:
+    wait_log(log_path, since, b" ready.", timeout_s, proc_alive)
 
 
 def up(settings: Settings, *, api: bool = True, worker: bool = True, log=print) -> None:
@@ -100,6 +112,7 @@ def up(settings: Settings, *, api: bool = True, worker: bool = True, log=print) 
     env = child_env(settings)
     if worker:
         start_worker(settings, env, log=log)
+        start_beat(settings, env, log=log)
     if api:
         if not processes.running_pid(run_dir, "api"):
             log(f"starting api on {settings.base_url}")
@@ -124,10 +137,26 @@ def start_worker(settings: Settings, env: dict | None = None, name: str = "worke
     return pid
 
 
-def down(settings: Settings, log=print) -> None:
-    """Stop the API, the worker, Redis (if we started it) and the dev database."""
+def start_beat(settings: Settings, env: dict | None = None, name: str = "beat",
+               log=print) -> int:
+    """Start Celery beat (idempotent per ``name``) and wait until it has started."""
     run_dir = settings.run_dir.resolve()
-    for name in ("api", "worker"):
+    if processes.running_pid(run_dir, name):
+        return processes.running_pid(run_dir, name)
+    log_path = run_dir / f"{name}.log"
+    since = log_path.stat().st_size if log_path.exists() else 0
+    log(f"starting celery {name}")
+    pid = processes.start(run_dir, name, beat_cmd(settings), env=env or child_env(settings),
+                          cwd=REPO_ROOT)
+    wait_log(log_path, since, b"beat: Starting", 60,
+             lambda: processes.running_pid(run_dir, name) is not None)
+    return pid
+
+
+def down(settings: Settings, log=print) -> None:
+    """Stop the API, the worker, beat, Redis (if we started it) and the dev database."""
+    run_dir = settings.run_dir.resolve()
+    for name in ("api", "worker", "beat"):
         if processes.stop(run_dir, name):
             log(f"stopped {name}")
     if dev_redis.stop(settings):

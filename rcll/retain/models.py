@@ -5,13 +5,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
 from rcll.hierarchy import Hall, Room
-from rcll.validation import json_value, no_nul, utc_in_range
+from rcll.validation import TextModel, clean_text, json_value, utc_in_range
 
 
-class RetainItem(BaseModel):
+class RetainItem(TextModel):
     """One item to retain. ``content`` is required and non-blank; the rest is optional.
 
     ``timestamp`` is when the content was said or written (ISO 8601; naive means UTC);
@@ -45,7 +45,7 @@ class RetainItem(BaseModel):
     @field_validator("content", "context", "document_id")
     @classmethod
     def _text(cls, v: str | None) -> str | None:
-        return no_nul(v) if v is not None else v
+        return clean_text(v) if v is not None else v
 
     @field_validator("tags")
     @classmethod
@@ -53,7 +53,7 @@ class RetainItem(BaseModel):
         for tag in v:
             if not 1 <= len(tag) <= 200:
                 raise ValueError("each tag must be 1-200 characters")
-            no_nul(tag)
+            clean_text(tag)
         return v
 
     @field_validator("metadata")

@@ -58,7 +58,11 @@ def after(name: str) -> Stage | None:
 
 
 def run_sync(ctx: RetainContext, job_id: str) -> None:
-    """Run every stage in order in this process (the ``async: false`` path)."""
+    """Run every stage in order in this process (the ``async: false`` path), each under a
+    job lease (:mod:`rcll.retain.lease`) so the recovery sweep does not re-send it meanwhile."""
+    from rcll.retain import lease
+
     for stage in STAGES:
-        if stage.run(ctx, job_id) is None:
-            return
+        with lease.hold(ctx.pool, job_id, stage.name, first=stage is STAGES[0]) as held:
+            if not held or stage.run(ctx, job_id) is None:
+                return

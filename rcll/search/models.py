@@ -5,17 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
 from rcll.hierarchy import Hall, Room
-from rcll.validation import no_nul
+from rcll.validation import TextModel, clean_text
 
 MAX_QUERY_CHARS = 2_000
 MAX_TOKENS_CAP = 1_000_000
 MAX_LIMIT = 500
 
 
-class RecallQuery(BaseModel):
+class RecallQuery(TextModel):
     """A recall request.
 
     ``max_tokens``: budget for the returned texts, counted with the embedder's tokenizer
@@ -41,7 +41,7 @@ class RecallQuery(BaseModel):
     def _not_blank(cls, v: str) -> str:
         if not v.strip():
             raise ValueError("query must not be blank")
-        return no_nul(v)
+        return clean_text(v)
 
 
 

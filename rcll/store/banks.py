@@ -23,13 +23,22 @@ def get(conn: Connection, bank_id: str) -> dict:
     return row
 
 
-def list_all(conn: Connection) -> list[dict]:
-    """Every bank with its unit count, newest first."""
-    return conn.execute(
+def list_page(conn: Connection, limit: int = 50, offset: int = 0) -> tuple[list[dict], int]:
+    """One page of banks with their unit counts, newest first (ties broken by id, so pages
+    never overlap); ``(rows, total banks)``."""
+    rows = conn.execute(
         """SELECT b.id, b.name, b.created_at,
                   (SELECT count(*) FROM memory_units u WHERE u.bank_id = b.id) AS units
-           FROM memory_banks b ORDER BY b.created_at DESC"""
-    ).fetchall()
+           FROM memory_banks b ORDER BY b.created_at DESC, b.id DESC LIMIT %s OFFSET %s""",
+        (limit, offset)).fetchall()
+    total = conn.execute("SELECT count(*) AS n FROM memory_banks").fetchone()["n"]
+    return rows, total
+
+
+def list_all(conn: Connection) -> list[dict]:
+    """Every bank with its unit count, newest first."""
+    total = conn.execute("SELECT count(*) AS n FROM memory_banks").fetchone()["n"]
+    return list_page(conn, max(total, 1), 0)[0]
 
 
 def delete(conn: Connection, bank_id: str) -> None:

@@ -1,7 +1,9 @@
 """Jobs: one row per retain request, its state machine, counts and error (spec §1.7, §3).
 
 States: queued → running → succeeded | partial | failed. ``stage`` says which pipeline step
-runs (extract, embed) so progress on long work is visible.
+runs (extract, embed) so progress on long work is visible. This table, not the broker, is the
+source of truth: a stage runs under a lease its worker renews by heartbeat, and the recovery
+sweep re-sends what the broker lost (:func:`claim_lost`).
 """
 
 from __future__ import annotations
@@ -15,8 +17,9 @@ from psycopg.types.json import Jsonb
 from rcll.errors import JobNotFound
 
 TERMINAL = ("succeeded", "failed", "partial")
-PUBLIC_COLUMNS = ("id, bank_id, kind, state, stage, counts, error, attempts, idempotency_key, "
-                  "created_at, updated_at, started_at, finished_at")
+PUBLIC_COLUMNS = ("id, bank_id, kind, state, stage, counts, error, attempts, resends, "
+                  "lease_expiries, "
+                  "idempotency_key, created_at, updated_at, started_at, finished_at")
 
 
 def create(conn: Connection, bank_id: str, kind: str, payload: list, counts: dict,
@@ -109,19 +112,74 @@ def requeue_failed_enqueue(conn: Connection, job_id: str) -> bool:
            RETURNING id""", (job_id,)).fetchone() is not None
 
 
-def claim_stale(conn: Connection, stale_after_s: float) -> list[dict]:
-    """Running jobs with no progress for ``stale_after_s`` (their worker died): bump them
-    and return ``[{"id", "stage"}]`` for re-enqueueing. The bump makes each claim happen once
-    per staleness period even with several sweepers."""
+def acquire_lease(conn: Connection, job_id: str, owner: str, stage: str, first: bool,
+                  lease_s: float) -> bool:
+    """Take the lease on ``job_id`` to run ``stage`` for ``lease_s`` seconds (renewed by
+    :func:`renew_lease`). Taking over an expired lease counts a ``lease_expiries`` (its
+    holder stopped without releasing it). False when the job is gone, ended, at another stage (a stale
+    duplicate message) or leased by someone else whose lease has not expired. ``first``: this
+    is the first stage, which also runs a job that never started (stage ``NULL``)."""
     return conn.execute(
-        """UPDATE jobs SET updated_at = now()
-           WHERE state = 'running' AND updated_at < now() - make_interval(secs => %s)
-           RETURNING id, stage""", (stale_after_s,)).fetchall()
+        """UPDATE jobs SET lease_owner = %(owner)s, resends = 0, updated_at = now(),
+                  lease_expiries = lease_expiries
+                      + (lease_owner IS NOT NULL AND lease_owner <> %(owner)s)::int,
+                  lease_until = now() + make_interval(secs => %(lease)s)
+           WHERE id = %(id)s AND state IN ('queued', 'running')
+             AND (stage = %(stage)s OR (%(first)s AND stage IS NULL))
+             AND (lease_until IS NULL OR lease_until < now() OR lease_owner = %(owner)s)
+           RETURNING id""",
+        {"owner": owner, "lease": lease_s, "id": job_id, "stage": stage, "first": first},
+    ).fetchone() is not None
 
 
-def list_recent(conn: Connection, bank_id: str | None = None, state: str | None = None,
-                limit: int = 50) -> list[dict]:
-    """Newest jobs first, optionally for one bank and/or in one state."""
+def renew_lease(conn: Connection, job_id: str, owner: str, lease_s: float) -> bool:
+    """Heartbeat: extend ``owner``'s lease and bump ``updated_at``. False if it lost the lease
+    (it expired and another worker took the job) or the job is gone."""
+    return conn.execute(
+        """UPDATE jobs SET lease_until = now() + make_interval(secs => %s), updated_at = now()
+           WHERE id = %s AND lease_owner = %s RETURNING id""",
+        (lease_s, job_id, owner)).fetchone() is not None
+
+
+def release_lease(conn: Connection, job_id: str, owner: str) -> None:
+    """Give up ``owner``'s lease (the stage ended, however). ``updated_at`` restarts the
+    sweep's grace period from now."""
+    conn.execute(
+        """UPDATE jobs SET lease_owner = NULL, lease_until = NULL, updated_at = now()
+           WHERE id = %s AND lease_owner = %s""", (job_id, owner))
+
+
+def claim_lost(conn: Connection, grace_s: float, limit: int = 500,
+               max_backoff: int = 6) -> list[dict]:
+    """Unfinished jobs nobody holds that made no progress for ``grace_s * 2**resends``
+    seconds (``resends`` capped at ``max_backoff``): queued jobs whose message the broker lost,
+    running jobs whose next stage was never sent, and running jobs whose lease expired (the
+    worker died; counted in ``lease_expiries``). Bumps ``updated_at`` and ``resends`` and
+    returns ``[{"id", "state", "stage", "lease_expiries"}]``, oldest first, at most
+    ``limit``. Run it inside a transaction that commits
+    only after the re-sends went out; ``SKIP LOCKED`` lets sweeps overlap without sending a
+    job twice."""
+    return conn.execute(
+        """WITH due AS (
+               SELECT id FROM jobs
+               WHERE state IN ('queued', 'running')
+                 AND (lease_until IS NULL OR lease_until < now())
+                 AND updated_at < now() - make_interval(
+                         secs => %(grace)s * power(2, least(resends, %(cap)s)))
+               ORDER BY updated_at LIMIT %(limit)s
+               FOR UPDATE SKIP LOCKED)
+           UPDATE jobs j SET updated_at = now(), resends = j.resends + 1,
+                             lease_expiries = j.lease_expiries + (j.lease_until IS NOT NULL)::int,
+                             lease_owner = NULL, lease_until = NULL
+           FROM due WHERE j.id = due.id
+           RETURNING j.id, j.state, j.stage, j.lease_expiries""",
+        {"grace": grace_s, "cap": max_backoff, "limit": limit}).fetchall()
+
+
+def list_page(conn: Connection, bank_id: str | None = None, state: str | None = None,
+              limit: int = 50, offset: int = 0) -> tuple[list[dict], int]:
+    """One page of jobs, newest first (ties broken by id, so pages never overlap), optionally
+    for one bank and/or in one state; ``(rows, total matching)``."""
     where, params = [], []
     if bank_id:
         where.append("bank_id = %s")
@@ -130,10 +188,19 @@ def list_recent(conn: Connection, bank_id: str | None = None, state: str | None 
         where.append("state = %s")
         params.append(state)
     clause = f"WHERE {' AND '.join(where)}" if where else ""
-    return conn.execute(
-        f"SELECT {PUBLIC_COLUMNS} FROM jobs {clause} ORDER BY created_at DESC LIMIT %s",
-        [*params, limit],
+    rows = conn.execute(
+        f"""SELECT {PUBLIC_COLUMNS} FROM jobs {clause}
+            ORDER BY created_at DESC, id DESC LIMIT %s OFFSET %s""",
+        [*params, limit, offset],
     ).fetchall()
+    total = conn.execute(f"SELECT count(*) AS n FROM jobs {clause}", params).fetchone()["n"]
+    return rows, total
+
+
+def list_recent(conn: Connection, bank_id: str | None = None, state: str | None = None,
+                limit: int = 50) -> list[dict]:
+    """Newest jobs first, optionally for one bank and/or in one state."""
+    return list_page(conn, bank_id, state, limit, 0)[0]
 
 
 def to_json(job: dict) -> dict:

@@ -1,0 +1,36 @@
+"""Paging of list routes: ``limit`` and ``offset`` query parameters, validated, echoed with
+the ``total`` in every list response."""
+
+from __future__ import annotations
+
+import re
+
+from flask import request
+
+from api.errors import APIError
+
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 1000
+MAX_OFFSET = 10_000_000
+_DIGITS = re.compile(r"[0-9]{1,9}")
+
+
+def _param(name: str, default: int, low: int, high: int) -> int:
+    raw = request.args.get(name)
+    if raw is None:
+        return default
+    if not _DIGITS.fullmatch(raw) or not low <= int(raw) <= high:
+        raise APIError(400, "invalid_paging", f"{name} must be an integer from {low} to {high}",
+                       {"field": name, "min": low, "max": high})
+    return int(raw)
+
+
+def page_params(default_limit: int = DEFAULT_LIMIT) -> tuple[int, int]:
+    """``(limit, offset)`` from the query string: ``limit`` 1–1000 (default 50), ``offset``
+    0–10,000,000 (default 0). Raises a 400 ``invalid_paging`` naming the field otherwise."""
+    return (_param("limit", default_limit, 1, MAX_LIMIT), _param("offset", 0, 0, MAX_OFFSET))
+
+
+def page_body(key: str, rows: list, limit: int, offset: int, total: int) -> dict:
+    """The list response: ``{key: rows, "limit", "offset", "total"}``."""
+    return {key: rows, "limit": limit, "offset": offset, "total": total}
