@@ -6,10 +6,10 @@ import logging
 import threading
 import time
 
-import psycopg
 from celery.signals import worker_process_init, worker_ready
 
 from rcll.bootstrap import Services, bootstrap
+from rcll.db import is_transient
 from rcll.retain import pipeline, stages
 from rcll.retain.stages import Stage
 from rcll.store import jobs
@@ -36,21 +36,24 @@ def _run(task, stage: str, fn, job_id: str):
     ctx = services().retain_context()
     try:
         return fn(ctx, job_id)
-    except psycopg.OperationalError as exc:  # database away: retry with backoff, then fail
-        if task.request.retries < task.max_retries:
-            raise task.retry(exc=exc, countdown=2 ** task.request.retries)
-        pipeline.fail(ctx, job_id, f"{stage}: database unavailable: {exc}")
-        raise
     except Exception as exc:
-        log.exception("%s failed for job %s", stage, job_id)
-        pipeline.fail(ctx, job_id, f"{stage}: {type(exc).__name__}: {exc}")
+        if not is_transient(exc):
+            log.exception("%s failed for job %s", stage, job_id)
+            pipeline.fail(ctx, job_id, f"{stage}: {type(exc).__name__}: {exc}")
+            raise
+        delay = stages.retry_delay(task.request.retries)  # database away: wait and resume
+        if delay is not None:
+            log.warning("%s for job %s: database unavailable (%s); retry in %s s",
+                        stage, job_id, exc, delay)
+            raise task.retry(exc=exc, countdown=delay, max_retries=len(stages.RETRY_DELAYS_S))
+        pipeline.fail(ctx, job_id, f"{stage}: database unavailable: {exc}")
         raise
 
 
 def _register(stage: Stage):
     """One Celery task per retain stage: run it, then enqueue the next stage."""
 
-    @app.task(name=stage.task_name, bind=True, max_retries=5)
+    @app.task(name=stage.task_name, bind=True, max_retries=len(stages.RETRY_DELAYS_S))
     def task(self, job_id: str) -> None:
         if _run(self, stage.name, stage.run, job_id) is not None:
             nxt = stages.after(stage.name)
