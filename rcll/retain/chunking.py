@@ -14,6 +14,7 @@ hold every non-blank character of the input, in order.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable
 
 TURN_START = re.compile(r"^(?:\[[^\]]{1,40}\]\s*)?[A-Za-z][\w .'-]{0,40}:\s", re.M)
@@ -62,7 +63,7 @@ def _split_turns(text: str) -> list[str]:
     openers = [(m.start(), m.group(0).split(":")[0].strip().lower())
                for m in TURN_START.finditer(text)]
     labels = [label for _, label in openers]
-    speakers = {label for label in labels if labels.count(label) >= 2}
+    speakers = {label for label, n in Counter(labels).items() if n >= 2}
     if not openers or labels[0] not in speakers:
         return [text]
     starts = [pos for pos, label in openers if label in speakers]

@@ -50,9 +50,9 @@ def drafts_for(item: RetainItem, ctx: RetainContext) -> list[UnitDraft]:
     known: dict[str, int] = {}  # chunking counts tokens already; count each text once
 
     def count(texts: list[str]) -> list[int]:
-        todo = [t for t in dict.fromkeys(texts) if t not in known]
         if len(known) > 4096:  # hard splits count many prefixes: keep memory bounded
             known.clear()
+        todo = [t for t in dict.fromkeys(texts) if t not in known]
         known.update(zip(todo, ctx.tokens.count_many(todo), strict=True))
         return [known[t] for t in texts]
 
