@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import logging
-
-import psycopg
 from dataclasses import dataclass
 
+import psycopg
 from psycopg_pool import ConnectionPool
 
 from rcll.db import is_transient
-
 from rcll.hierarchy.classifier import Classifier
 from rcll.models.embedder import EmbedderHandle, input_stamp
 from rcll.models.tokenizer import TokenCounter
@@ -207,8 +205,9 @@ def embed_missing(ctx: RetainContext, *, job_id: str | None = None, bank_id: str
     This is ``rcll embeddings rebuild`` too: vectors are a derived index (spec §1.3), so a
     lost table or a changed model/input stamp is repaired by running it. For a job, each
     batch is written under the job's row lock and stops when the job or its bank is gone;
-    units deleted meanwhile get no vector. Returns how many vectors were written; ``on_batch(total_so_far)`` after each batch. Raises
-    :class:`RuntimeError` when the embedder cannot load.
+    units deleted meanwhile get no vector. Returns how many vectors were written;
+    ``on_batch(total_so_far)`` after each batch. Raises :class:`RuntimeError` when the
+    embedder cannot load.
     """
     embedder = ctx.embedder.get()
     if embedder is None:

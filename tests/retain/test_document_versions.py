@@ -153,7 +153,7 @@ def test_racing_sync_requests_leave_one_live(app, services):
         barrier = threading.Barrier(4)
         ops = {}
 
-        def post(v):
+        def post(v, bank=bank, barrier=barrier, ops=ops):
             c = app.test_client()
             barrier.wait()
             ops[v] = c.post(f"/v1/default/banks/{bank}/memories", json={"items": [
