@@ -41,6 +41,7 @@ def _run(monkeypatch, app, folder, bank):
                                              "--batch-size", "3"], env={"COLUMNS": "400"})
 
 
+@pytest.mark.slow
 def test_large_file_is_ingested_and_unreadable_files_are_skipped(monkeypatch, folder, services,
                                                                  worker, settings):
     big = bootstrap(settings.model_copy(update={"max_item_chars": 32_000_000}))
@@ -76,3 +77,12 @@ def test_file_refused_by_the_server_is_skipped_and_the_rest_ingested(monkeypatch
     assert f"{folder / 'big.txt'}: item_too_large" in out
     assert "skipped 3" in out and "5 items" in out
     assert db_counts(services, bank)["documents"] == 5
+    # a changed file ingested again leaves exactly its latest version live
+    (folder / "small-0.txt").write_text("Licence 0 now forbids copying module 0.\n")
+    _run(monkeypatch, app, folder, bank)
+    with services.pool.connection() as conn:
+        live = conn.execute(
+            """SELECT u.text FROM memory_units u JOIN documents d ON d.id = u.document_id
+               WHERE u.bank_id = %s AND d.document_id = %s AND u.invalidated_reason IS NULL""",
+            (bank, str(folder / "small-0.txt"))).fetchall()
+    assert [r["text"] for r in live] == ["Licence 0 now forbids copying module 0."]

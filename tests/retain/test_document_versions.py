@@ -170,3 +170,27 @@ def test_racing_sync_requests_leave_one_live(app, services):
                                   "ORDER BY seq DESC LIMIT 1", (bank,)).fetchone()
         live = [r["text"] for r in _live(services, bank)]
         assert live == _chunks(services, VERSIONS[by_job[str(newest["id"])]]), trial
+
+
+@pytest.mark.slow
+def test_racing_versions_on_a_worker_with_concurrency_leave_one_live(app, services, settings,
+                                                                     worker):
+    """Four async jobs of one new document on workers running four tasks at once."""
+    from rcll.dev import processes, stack
+    from tests.conftest import wait_job
+
+    wide = settings.model_copy(update={"worker_concurrency": 4})
+    stack.start_worker(wide, name="worker-wide", log=lambda *_: None)
+    try:
+        c = app.test_client()
+        for trial in range(8):
+            bank = f"versions-worker-race-{trial}"
+            ops = {v: c.post(f"/v1/default/banks/{bank}/memories", json={"items": [
+                {"content": VERSIONS[v], "document_id": "doc"}]}).get_json()["operation_id"]
+                for v in ("A", "B", "C", "AB")}
+            for op in ops.values():
+                assert wait_job(c, bank, op)["status"] == "succeeded"
+            live = [r["text"] for r in _live(services, bank)]
+            assert live == _chunks(services, VERSIONS["AB"]), trial  # the newest job wins
+    finally:
+        processes.stop(settings.run_dir.resolve(), "worker-wide")
