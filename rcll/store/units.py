@@ -79,27 +79,31 @@ def apply_version(conn: Connection, bank_id: str, job_id: str, version: Document
     doc = conn.execute(
         """INSERT INTO documents (bank_id, document_id, content_hash, metadata, tags, context,
                                   mentioned_at, revision, version_seq, version_item)
-           VALUES (%s, %s, %s, %s, %s, %s, %s, 0, %s, %s)
+           VALUES (%s, %s, %s, %s, %s, %s, %s, 1, %s, %s)
            ON CONFLICT (bank_id, document_id) DO UPDATE SET bank_id = documents.bank_id
-           RETURNING id, revision, version_seq, version_item""",
+           RETURNING id, revision, version_seq, version_item, (xmax = 0) AS inserted""",
         (bank_id, version.external_id, version.content_hash, Jsonb(version.metadata),
          version.tags, version.context, version.mentioned_at, version.version_seq,
          version.version_item),
     ).fetchone()
     doc_uuid = str(doc["id"])
-    new_key = (version.version_seq, version.version_item)
-    old_key = (doc["version_seq"], doc["version_item"])
-    if doc["revision"] > 0 and new_key < old_key:
-        return VersionResult(0, len(drafts), True, doc["revision"])
-    revision = doc["revision"] if (doc["revision"] > 0 and new_key == old_key) else doc["revision"] + 1
-    conn.execute(
-        """UPDATE documents SET content_hash = %s, metadata = %s, tags = %s, context = %s,
-                  mentioned_at = %s, revision = %s, version_seq = %s, version_item = %s,
-                  updated_at = now()
-           WHERE id = %s""",
-        (version.content_hash, Jsonb(version.metadata), version.tags, version.context,
-         version.mentioned_at, revision, version.version_seq, version.version_item, doc_uuid),
-    )
+    revision = doc["revision"]
+    if not doc["inserted"]:  # the row existed: it is locked now; compare version keys
+        new_key = (version.version_seq, version.version_item)
+        old_key = (doc["version_seq"], doc["version_item"])
+        if new_key < old_key:
+            return VersionResult(0, len(drafts), True, revision)
+        if new_key > old_key:
+            revision += 1
+        conn.execute(
+            """UPDATE documents SET content_hash = %s, metadata = %s, tags = %s, context = %s,
+                      mentioned_at = %s, revision = %s, version_seq = %s, version_item = %s,
+                      updated_at = now()
+               WHERE id = %s""",
+            (version.content_hash, Jsonb(version.metadata), version.tags, version.context,
+             version.mentioned_at, revision, version.version_seq, version.version_item,
+             doc_uuid),
+        )
     created = 0
     for d in drafts:
         chunk = conn.execute(
@@ -125,12 +129,13 @@ def apply_version(conn: Connection, bank_id: str, job_id: str, version: Document
              revision),
         ).fetchone()
         created += bool(row["inserted"])
-    conn.execute(
-        """UPDATE memory_units SET invalidated_reason = 'document_replaced'
-           WHERE document_id = %s AND invalidated_reason IS NULL
-             AND NOT (chunk_hash = ANY(%s))""",
-        (doc_uuid, [d.chunk_hash for d in drafts]),
-    )
+    if not doc["inserted"]:  # a new document has no other units
+        conn.execute(
+            """UPDATE memory_units SET invalidated_reason = 'document_replaced'
+               WHERE document_id = %s AND invalidated_reason IS NULL
+                 AND NOT (chunk_hash = ANY(%s))""",
+            (doc_uuid, [d.chunk_hash for d in drafts]),
+        )
     return VersionResult(created, len(drafts) - created, False, revision)
 
 
