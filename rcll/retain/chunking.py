@@ -39,9 +39,15 @@ def chunk_text(text: str, max_tokens: int, count: Count) -> list[str]:
         raise ValueError("max_tokens must be at least 8")
     tokens = count
 
+    too_long = max_tokens * MAX_CHARS_PER_TOKEN
+
     def count(texts: list[str]) -> list[int]:  # noqa: F811 - tokens, bounded by characters
-        return [max(n, -(-len(t) // MAX_CHARS_PER_TOKEN))
-                for t, n in zip(texts, tokens(texts), strict=True)]
+        # a text over ``too_long`` characters is over the limit without tokenizing it (a
+        # document of tens of MB is never tokenized whole)
+        short = [t for t in texts if len(t) <= too_long]
+        exact = iter(tokens(short) if short else [])
+        return [max(next(exact), -(-len(t) // MAX_CHARS_PER_TOKEN)) if len(t) <= too_long
+                else -(-len(t) // MAX_CHARS_PER_TOKEN) for t in texts]
 
     text = text.strip()
     if not text:
