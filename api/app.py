@@ -36,6 +36,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     app.json.sort_keys = False
     app.extensions["rcll"] = svc
     app.extensions["rcll_enqueue"] = enqueue or celery_enqueuer(svc.settings)
+    app.extensions["rcll_retain"] = svc.retain_service(app.extensions["rcll_enqueue"])
     errors.register(app)
     for bp in (retain.bp, recall.bp, operations.bp, banks.bp, health.bp):
         app.register_blueprint(bp)

@@ -6,6 +6,7 @@ from flask import current_app, request
 
 from api.errors import APIError
 from rcll.bootstrap import Services
+from rcll.retain.service import RetainService
 
 
 def services() -> Services:
@@ -14,6 +15,11 @@ def services() -> Services:
 
 def enqueue(task_name: str, job_id: str) -> None:
     current_app.extensions["rcll_enqueue"](task_name, job_id)
+
+
+def retain_service() -> RetainService:
+    """The retain service of this app (its enqueuer is the app's)."""
+    return current_app.extensions["rcll_retain"]
 
 
 def json_body() -> dict:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field
 
 from api.errors import APIError
 from rcll.retain.models import RetainItem
-from rcll.validation import TextModel, clean_text
+from rcll.validation import TextModel
 
 BANK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
 
@@ -20,26 +20,7 @@ class RetainRequest(TextModel):
 
     items: list[RetainItem] = Field(min_length=1)
     async_: bool = Field(True, alias="async")
-    idempotency_key: str | None = Field(None, min_length=1, max_length=200)
-
-    @field_validator("idempotency_key")
-    @classmethod
-    def _key(cls, v: str | None) -> str | None:
-        return clean_text(v) if v is not None else v
-
-
-def check_idempotency_key(key: str | None) -> str | None:
-    """The ``Idempotency-Key`` header: 1–200 characters of clean text. 400 otherwise."""
-    if key is None:
-        return key
-    try:
-        clean_text(key)
-    except ValueError:
-        key = ""
-    if not 1 <= len(key) <= 200:
-        raise APIError(400, "invalid_idempotency_key",
-                       "Idempotency-Key must be 1-200 characters without NUL")
-    return key
+    # the idempotency key (body field or header) is checked once, by the retain service
 
 
 def check_bank_id(bank_id: str) -> str:

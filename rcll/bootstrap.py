@@ -6,6 +6,7 @@ own :class:`~rcll.config.Settings`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -17,6 +18,7 @@ from rcll.hierarchy.classifier import default_classifier
 from rcll.models.embedder import EmbedderHandle
 from rcll.models.tokenizer import TokenCounter
 from rcll.retain.pipeline import RetainContext
+from rcll.retain.service import RetainLimits, RetainService
 from rcll.search.recall import RecallContext
 
 
@@ -52,9 +54,23 @@ class Services:
     def tokens(self) -> TokenCounter:
         return TokenCounter(self.settings.embedder_model)
 
+    @property
+    def chunk_tokens(self) -> int:
+        """The effective chunk size: ``chunk_max_tokens``, cut to what the embedder reads
+        (its window minus special tokens, read from the model's files), so no part of a
+        chunk is invisible to the dense channel."""
+        window = self.tokens.max_input_tokens
+        limit = self.settings.chunk_max_tokens
+        return min(limit, window) if window else limit
+
     def retain_context(self) -> RetainContext:
         return RetainContext(pool=self.pool, classifier=default_classifier(), tokens=self.tokens,
-                             embedder=self.embedder, chunk_max_tokens=self.settings.chunk_max_tokens)
+                             embedder=self.embedder, chunk_max_tokens=self.chunk_tokens)
+
+    def retain_service(self, enqueue: Callable[[str, str], None]) -> RetainService:
+        """The retain service over this process's pool, sending stages with ``enqueue``."""
+        return RetainService(self.pool, self.retain_context, enqueue,
+                             RetainLimits.from_settings(self.settings))
 
     def recall_context(self) -> RecallContext:
         s = self.settings

@@ -63,7 +63,8 @@ class RCLLClient:
 
     ``base_url`` is the server root (e.g. ``"http://127.0.0.1:8888"``), ``timeout`` the
     per-request timeout in seconds, ``api_key`` sent as ``Authorization: Bearer <key>`` when
-    given. Usable as a context manager; call :meth:`close` otherwise.
+    given; ``transport`` an optional httpx transport (e.g. ``httpx.WSGITransport`` in tests).
+    Usable as a context manager; call :meth:`close` otherwise.
 
     All methods raise :class:`RCLLHTTPError` on a non-2xx answer and ``httpx.TransportError``
     when the server cannot be reached.
@@ -71,12 +72,14 @@ class RCLLClient:
 
     POLL_WINDOW = 4  # unfinished operations looked at per poll cycle
 
-    def __init__(self, base_url: str, timeout: float = 60.0, api_key: str | None = None) -> None:
+    def __init__(self, base_url: str, timeout: float = 60.0, api_key: str | None = None,
+                 transport: httpx.BaseTransport | None = None) -> None:
         self.base_url = base_url.rstrip("/")
         headers = {"Accept": "application/json"}
         if api_key:
             headers["Authorization"] = f"Bearer {api_key}"
-        self._http = httpx.Client(base_url=self.base_url, timeout=timeout, headers=headers)
+        self._http = httpx.Client(base_url=self.base_url, timeout=timeout, headers=headers,
+                                  transport=transport)
 
     # -- plumbing -----------------------------------------------------------------------
     def close(self) -> None:

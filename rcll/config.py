@@ -70,7 +70,9 @@ class Settings(BaseSettings):
     # --- write path -----------------------------------------------------------------------
     chunk_max_tokens: int = 512
     max_items_per_request: int = 1000
-    max_item_chars: int = 200_000
+    max_item_chars: int = Field(
+        32_000_000, description="Characters per item: a whole document of tens of MB is one "
+        "item; requests are bounded by max_request_bytes.")
     max_request_bytes: int = 64 * 1024 * 1024
 
     # --- read path ------------------------------------------------------------------------

@@ -36,3 +36,13 @@ class InvalidInput(RCLLError):
 class Unavailable(RCLLError):
     code = "unavailable"
     status = 503
+
+
+class Rejected(RCLLError):
+    """A request the service refuses, with its own HTTP ``status`` and ``code`` (limits,
+    idempotency keys, unavailable queue)."""
+
+    def __init__(self, status: int, code: str, message: str, details: dict | None = None):
+        super().__init__(message, details)
+        self.status = status
+        self.code = code

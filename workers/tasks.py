@@ -9,6 +9,7 @@ import psycopg
 from celery.signals import worker_process_init
 
 from rcll.bootstrap import Services, bootstrap
+from rcll.db import is_transient
 from rcll.retain import lease, pipeline, recovery, stages
 from rcll.retain.stages import Stage
 from workers.celery_app import app
@@ -35,14 +36,17 @@ def _run(task, stage: str, fn, job_id: str):
     ctx = services().retain_context()
     try:
         return fn(ctx, job_id)
-    except psycopg.OperationalError as exc:  # database away: retry with backoff, then fail
-        if task.request.retries < task.max_retries:
-            raise task.retry(exc=exc, countdown=2 ** task.request.retries)
-        pipeline.fail(ctx, job_id, f"{stage}: database unavailable: {exc}")
-        raise
     except Exception as exc:
-        log.exception("%s failed for job %s", stage, job_id)
-        pipeline.fail(ctx, job_id, f"{stage}: {type(exc).__name__}: {exc}")
+        if not is_transient(exc):
+            log.exception("%s failed for job %s", stage, job_id)
+            pipeline.fail(ctx, job_id, f"{stage}: {type(exc).__name__}: {exc}")
+            raise
+        delay = stages.retry_delay(task.request.retries)  # database away: wait and resume
+        if delay is not None:
+            log.warning("%s for job %s: database unavailable (%s); retry in %s s",
+                        stage, job_id, exc, delay)
+            raise task.retry(exc=exc, countdown=delay, max_retries=len(stages.RETRY_DELAYS_S))
+        pipeline.fail(ctx, job_id, f"{stage}: database unavailable: {exc}")
         raise
 
 
@@ -50,13 +54,14 @@ def _register(stage: Stage):
     """One Celery task per retain stage: under the job's lease (a duplicate message for a job
     running elsewhere or already past this stage does nothing), run it, then send the next."""
 
-    @app.task(name=stage.task_name, bind=True, max_retries=5)
+    @app.task(name=stage.task_name, bind=True, max_retries=len(stages.RETRY_DELAYS_S))
     def task(self, job_id: str) -> None:
         svc = services()
         s = svc.settings
         try:
             with lease.hold(svc.pool, job_id, stage.name, first=stage is stages.first(),
-                            lease_s=s.job_stale_after_s) as held:
+                            lease_s=s.job_stale_after_s,
+                            owner=lease.new_owner(self.request.id)) as held:
                 result = _run(self, stage.name, stage.run, job_id) if held else None
         except psycopg.OperationalError as exc:  # could not take or release the lease
             raise self.retry(exc=exc, countdown=2 ** min(self.request.retries, 5))

@@ -116,54 +116,46 @@ def beat() -> None:
     os.execv(cmd[0], cmd)
 
 
-def _items_from(paths: tuple[str, ...]) -> list[dict]:
-    items: list[dict] = []
-    for p in map(Path, paths):
-        files = sorted(f for f in p.rglob("*") if f.is_file()) if p.is_dir() else [p]
-        for f in files:
-            if f.suffix == ".jsonl":
-                for n, line in enumerate(f.read_text().splitlines(), 1):
-                    if line.strip():
-                        try:
-                            items.append(json.loads(line))
-                        except json.JSONDecodeError as exc:
-                            raise click.ClickException(f"{f}:{n}: invalid JSON: {exc}")
-            elif f.suffix in (".txt", ".md", ".markdown"):
-                items.append({"content": f.read_text(), "document_id": str(f),
-                              "metadata": {"path": str(f)}})
-            elif not p.is_dir():
-                raise click.ClickException(f"{f}: unsupported file type (.txt, .md, .jsonl)")
-    return items
-
-
 @cli.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option("--bank", required=True, help="Bank to retain into (created on first use).")
 @click.option("--batch-size", default=100, show_default=True)
 def ingest(paths: tuple[str, ...], bank: str, batch_size: int) -> None:
-    """Retain text/markdown files, folders and JSONL item files; show progress until done."""
+    """Retain text/markdown files, folders and JSONL item files; show progress until done.
+
+    Files that cannot be taken (binary, not UTF-8, refused by the server) are skipped and
+    listed at the end; the rest are ingested. Exit status 1 if anything was skipped or failed.
+    """
     from rich.progress import Progress
 
-    items = _items_from(paths)
-    if not items:
+    from rcll.cli.ingest import InputError, read_paths, submit
+
+    try:
+        plan = read_paths(paths)
+    except InputError as exc:
+        raise click.ClickException(str(exc))
+    if not plan.items and not plan.skipped:
         raise click.ClickException("no .txt, .md or .jsonl input found")
     client = _client()
-    ops = []
     with Progress(console=console) as progress:
-        sent = progress.add_task("submitting", total=len(items))
-        for i in range(0, len(items), batch_size):
-            batch = items[i:i + batch_size]
-            ops.append(client.retain(bank, batch)["operation_id"])
-            progress.advance(sent, len(batch))
+        sent = progress.add_task("submitting", total=len(plan.items))
+        ops, refused = submit(client, bank, plan, batch_size,
+                              on_sent=lambda n: progress.advance(sent, n))
         done = progress.add_task("processing jobs", total=len(ops))
         final = client.wait(bank, ops, on_progress=lambda d, t: progress.update(done, completed=d))
     created = sum(o.get("counts", {}).get("units_created", 0) for o in final)
-    skipped = sum(o.get("counts", {}).get("units_skipped", 0) for o in final)
+    skipped_units = sum(o.get("counts", {}).get("units_skipped", 0) for o in final)
     bad = [o for o in final if o["status"] != "succeeded"]
-    console.print(f"{len(items)} items → {created} new units, {skipped} already stored")
+    skipped = plan.skipped + refused
+    taken = len(plan.items) - len(refused)
+    console.print(f"{taken} items → {created} new units, {skipped_units} already stored")
     for o in bad:
         console.print(f"[red]operation {o['id']} {o['status']}: {o.get('error')}")
-    if bad:
+    if skipped:
+        console.print(f"[yellow]skipped {len(skipped)}:")
+        for s in skipped:
+            console.print(f"[yellow]  {s.source}: {s.reason}")
+    if bad or skipped:
         sys.exit(1)
 
 

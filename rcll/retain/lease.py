@@ -26,20 +26,24 @@ log = logging.getLogger(__name__)
 DEFAULT_LEASE_S = 30.0
 
 
-def new_owner() -> str:
-    """A unique lease owner id: host, process and a random suffix (for the logs)."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+def new_owner(tag: str | None = None) -> str:
+    """A lease owner id: host, process and ``tag`` (default: a random suffix). A Celery task
+    passes its message id as ``tag``, so its own retries (after a database outage, when the
+    release may have failed) take back their lease instead of waiting for it to expire."""
+    return f"{socket.gethostname()}:{os.getpid()}:{tag or uuid.uuid4().hex[:8]}"
 
 
 @contextmanager
 def hold(pool: ConnectionPool, job_id: str, stage: str, *, first: bool,
-         lease_s: float = DEFAULT_LEASE_S, beat_s: float | None = None) -> Iterator[bool]:
+         lease_s: float = DEFAULT_LEASE_S, beat_s: float | None = None,
+         owner: str | None = None) -> Iterator[bool]:
     """Take the lease on ``job_id`` for ``stage``; yield True if held (run the stage), False
     if the job is gone, ended, at another stage, or running elsewhere (do nothing). While
     held, a heartbeat renews it every ``beat_s`` seconds (default ``lease_s / 4``); it is
     released on exit. Database errors while taking the lease propagate (the caller retries);
-    errors in the heartbeat are logged and the next beat tries again."""
-    owner = new_owner()
+    errors in the heartbeat are logged and the next beat tries again. ``owner`` defaults to
+    :func:`new_owner`."""
+    owner = owner or new_owner()
     with pool.connection() as conn:
         held = jobs.acquire_lease(conn, job_id, owner, stage, first, lease_s)
     if not held:

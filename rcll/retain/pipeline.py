@@ -11,8 +11,10 @@ import hashlib
 import logging
 from dataclasses import dataclass
 
+import psycopg
 from psycopg_pool import ConnectionPool
 
+from rcll.db import is_transient
 from rcll.hierarchy.classifier import Classifier
 from rcll.models.embedder import EmbedderHandle, input_stamp
 from rcll.models.tokenizer import TokenCounter
@@ -46,6 +48,8 @@ def drafts_for(item: RetainItem, ctx: RetainContext) -> list[UnitDraft]:
     known: dict[str, int] = {}  # chunking counts tokens already; count each text once
 
     def count(texts: list[str]) -> list[int]:
+        if len(known) > 4096:  # hard splits count many prefixes: keep memory bounded
+            known.clear()
         todo = [t for t in dict.fromkeys(texts) if t not in known]
         known.update(zip(todo, ctx.tokens.count_many(todo), strict=True))
         return [known[t] for t in texts]
@@ -61,24 +65,60 @@ def drafts_for(item: RetainItem, ctx: RetainContext) -> list[UnitDraft]:
     return out
 
 
-def store_item(ctx: RetainContext, bank_id: str, job_id: str, item: RetainItem) -> tuple[int, int]:
-    """Store one item's units in one transaction; ``(created, skipped)``."""
-    drafts = drafts_for(item, ctx)
+class JobGone(Exception):
+    """The job's row is gone (its bank was deleted) or the job already ended: stop."""
+
+
+ITEM_CONFLICT_RETRIES = 3
+
+
+def version_for(item: RetainItem, seq: int, index: int) -> units.DocumentVersion:
+    """The document version an item states: its document id (default: a hash of the
+    content), content hash, document-level values, and version key ``(seq, index)``."""
     content_hash = sha256(item.content)
-    external_id = item.document_id or f"sha256:{content_hash[:32]}"
+    return units.DocumentVersion(
+        external_id=item.document_id or f"sha256:{content_hash[:32]}",
+        content_hash=content_hash, metadata=item.metadata, tags=item.tags,
+        context=item.context, mentioned_at=item.timestamp, version_seq=seq, version_item=index)
+
+
+def store_item(ctx: RetainContext, bank_id: str, job_id: str, item: RetainItem,
+               index: int = 0) -> units.VersionResult:
+    """Apply one item (item ``index`` of the job) as its document's version, in one
+    transaction that first locks the job row (:func:`rcll.store.jobs.lock_for_work`).
+
+    Raises :class:`JobGone` when the job or its bank is gone; database errors propagate
+    (the caller tells outages from bad data with :func:`rcll.db.is_transient`).
+    """
+    drafts = drafts_for(item, ctx)
     with ctx.pool.connection() as conn, conn.transaction():
-        doc_uuid, prev_hash = units.upsert_document(conn, bank_id, external_id, content_hash,
-                                                    item.metadata)
-        created, skipped = units.insert_units(conn, bank_id, doc_uuid, job_id, drafts)
-        if prev_hash is not None and prev_hash != content_hash:
-            units.invalidate_replaced(conn, doc_uuid, [d.chunk_hash for d in drafts])
-    return created, skipped
+        seq = jobs.lock_for_work(conn, job_id)
+        if seq is None:
+            raise JobGone(job_id)
+        return units.apply_version(conn, bank_id, job_id, version_for(item, seq, index), drafts)
+
+
+def _store_with_retry(ctx: RetainContext, bank_id: str, job_id: str, item: RetainItem,
+                      index: int) -> units.VersionResult:
+    """:func:`store_item`, retried in place on a deadlock or serialization failure."""
+    for attempt in range(ITEM_CONFLICT_RETRIES):
+        try:
+            return store_item(ctx, bank_id, job_id, item, index)
+        except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure):
+            if attempt == ITEM_CONFLICT_RETRIES - 1:
+                raise
+    raise AssertionError("unreachable")
 
 
 def run_extract(ctx: RetainContext, job_id: str) -> dict | None:
     """Chunk, classify and store every item of a job. Returns the counts, or ``None`` if the
-    job is gone or already ended. Item failures are collected; if every item fails the job
-    ends ``failed`` here, otherwise the caller runs :func:`run_embed` next.
+    job is gone (bank deleted) or already ended. A failing item is counted and reported
+    (``items_failed``, ``errors``) without losing the others; if every item fails the job
+    ends ``failed`` here, otherwise the caller runs the next stage.
+
+    A database outage is not an item failure: a transient error (:func:`rcll.db.is_transient`)
+    propagates so the task retries the stage, which replays the items idempotently.
+    An item whose document already has a newer version live is ``items_superseded``.
     """
     with ctx.pool.connection() as conn:
         loaded = jobs.payload(conn, job_id)
@@ -87,14 +127,21 @@ def run_extract(ctx: RetainContext, job_id: str) -> dict | None:
     job, raw_items = loaded
     bank_id = job["bank_id"]
     counts = {"items": len(raw_items), "items_done": 0, "units_created": 0, "units_skipped": 0,
-              "items_failed": 0}
+              "items_failed": 0, "items_superseded": 0}
     errors: list[str] = []
     for n, raw in enumerate(raw_items, 1):
         try:
-            created, skipped = store_item(ctx, bank_id, job_id, RetainItem(**raw))
-            counts["units_created"] += created
-            counts["units_skipped"] += skipped
+            res = _store_with_retry(ctx, bank_id, job_id, RetainItem(**raw), n - 1)
+            counts["units_created"] += res.created
+            counts["units_skipped"] += res.skipped
+            counts["items_superseded"] += res.superseded
+        except JobGone:
+            log.warning("retain job %s stopped at item %d: the job or its bank is gone",
+                        job_id, n - 1)
+            return None
         except Exception as exc:  # one bad item must not lose the others
+            if is_transient(exc):
+                raise
             log.exception("retain job %s item %d failed", job_id, n - 1)
             counts["items_failed"] += 1
             errors.append(f"item {n - 1}: {type(exc).__name__}: {exc}")
@@ -156,9 +203,11 @@ def embed_missing(ctx: RetainContext, *, job_id: str | None = None, bank_id: str
     """Embed every unit (of a job, of a bank, or all) lacking a vector at the current stamp.
 
     This is ``rcll embeddings rebuild`` too: vectors are a derived index (spec §1.3), so a
-    lost table or a changed model/input stamp is repaired by running it. Returns how many
-    vectors were written; ``on_batch(total_so_far)`` after each batch. Raises
-    :class:`RuntimeError` when the embedder cannot load.
+    lost table or a changed model/input stamp is repaired by running it. For a job, each
+    batch is written under the job's row lock and stops when the job or its bank is gone;
+    units deleted meanwhile get no vector. Returns how many vectors were written;
+    ``on_batch(total_so_far)`` after each batch. Raises :class:`RuntimeError` when the
+    embedder cannot load.
     """
     embedder = ctx.embedder.get()
     if embedder is None:
@@ -172,7 +221,10 @@ def embed_missing(ctx: RetainContext, *, job_id: str | None = None, bank_id: str
         if not rows:
             return written
         vectors = embedder.embed([r["text"] for r in rows])
-        with ctx.pool.connection() as conn:
+        with ctx.pool.connection() as conn, conn.transaction():
+            if job_id is not None and jobs.lock_for_work(conn, job_id) is None:
+                log.warning("embed for job %s stopped: the job or its bank is gone", job_id)
+                return written
             written += embeddings.write(conn, rows, vectors, model=embedder.model_name,
                                         stamp=stamp)
         if on_batch:

@@ -36,6 +36,17 @@ STAGES: tuple[Stage, ...] = (
 )
 
 
+# Seconds before each retry of a stage that met a database outage (rcll.db.is_transient):
+# 1+2+4+8+15+30*6 = 210 s in all, enough to ride out a restart of a minute or two. Stages
+# are idempotent, so a retry replays the stage from its start.
+RETRY_DELAYS_S: tuple[int, ...] = (1, 2, 4, 8, 15, 30, 30, 30, 30, 30, 30)
+
+
+def retry_delay(retries: int) -> int | None:
+    """Seconds to wait before retry number ``retries + 1``, or ``None`` when spent."""
+    return RETRY_DELAYS_S[retries] if retries < len(RETRY_DELAYS_S) else None
+
+
 def first() -> Stage:
     """The stage a new job starts with."""
     return STAGES[0]

@@ -44,7 +44,11 @@ def list_all(conn: Connection) -> list[dict]:
 def delete(conn: Connection, bank_id: str) -> None:
     """Delete a bank and everything in it (documents, units, embeddings, jobs).
 
+    The bank's job rows are locked first (the order workers lock in: job row, then the
+    rows they write), so a delete waits for a worker's item in flight, and the worker's next
+    item finds its job gone and stops (see :func:`rcll.store.jobs.lock_for_work`).
     Raises :class:`BankNotFound`.
     """
+    conn.execute("SELECT id FROM jobs WHERE bank_id = %s ORDER BY id FOR UPDATE", (bank_id,))
     if conn.execute("DELETE FROM memory_banks WHERE id = %s RETURNING id", (bank_id,)).fetchone() is None:
         raise BankNotFound(f"bank {bank_id!r} does not exist", {"bank_id": bank_id})

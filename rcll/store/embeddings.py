@@ -40,14 +40,15 @@ def count_missing(conn: Connection, *, model: str, stamp: str, bank_id: str | No
 
 
 def write(conn: Connection, rows: list[dict], vectors: np.ndarray, *, model: str, stamp: str) -> int:
-    """Upsert one embedding per unit row; returns how many were written."""
+    """Upsert one embedding per unit row that still exists (a unit deleted with its bank
+    meanwhile gets none); returns how many were written."""
     with conn.cursor() as cur:
         cur.executemany(
             """INSERT INTO memory_embeddings (unit_id, bank_id, model, input_stamp, embedding)
-               VALUES (%s, %s, %s, %s, %s)
+               SELECT u.id, u.bank_id, %s, %s, %s::vector FROM memory_units u WHERE u.id = %s
                ON CONFLICT (unit_id, model) DO UPDATE
                  SET embedding = EXCLUDED.embedding, input_stamp = EXCLUDED.input_stamp,
                      created_at = now()""",
-            [(r["id"], r["bank_id"], model, stamp, v) for r, v in zip(rows, vectors, strict=True)],
+            [(model, stamp, v, r["id"]) for r, v in zip(rows, vectors, strict=True)],
         )
-    return len(rows)
+        return max(cur.rowcount, 0)

@@ -209,3 +209,19 @@ def to_json(job: dict) -> dict:
     out["id"] = str(job["id"])
     out["status"] = job["state"]
     return json.loads(json.dumps(out, default=str))
+
+
+def lock_for_work(conn: Connection, job_id: str) -> int | None:
+    """Lock a job row ``FOR SHARE`` for the rest of the caller's transaction and return its
+    submission sequence (``jobs.seq``); ``None`` when the job is gone (its bank was deleted)
+    or already ended, so the work must stop.
+
+    Every write a stage makes for a job runs after this lock, and deleting a bank locks the
+    bank's job rows ``FOR UPDATE`` first: a delete waits for the item in flight, and nothing
+    is written for a job after its bank is gone (a re-created bank starts empty).
+    """
+    row = conn.execute("SELECT seq, state FROM jobs WHERE id = %s FOR SHARE",
+                       (job_id,)).fetchone()
+    if row is None or row["state"] in TERMINAL:
+        return None
+    return int(row["seq"])

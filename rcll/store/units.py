@@ -1,4 +1,11 @@
-"""Documents, chunks and memory units: idempotent inserts keyed on (bank, document, chunk hash)."""
+"""Documents, chunks and memory units: one document version applied per transaction.
+
+A document (``bank_id``, ``document_id``) has versions; exactly the latest one is live. The
+latest is the one with the highest version key ``(job seq, item index)``: the submission
+order of the jobs, then the order of items in a job. Applying a version takes the documents
+row lock first (``INSERT … ON CONFLICT DO UPDATE … RETURNING``), so versions of one document
+are applied one at a time whatever the interleaving of workers and sync requests.
+"""
 
 from __future__ import annotations
 
@@ -27,62 +34,109 @@ class UnitDraft:
     token_count: int | None = None
 
 
-def upsert_document(conn: Connection, bank_id: str, external_id: str, content_hash: str,
-                    metadata: dict) -> tuple[str, str | None]:
-    """Insert or update a document; ``(document uuid, previous content hash or None)``."""
-    prev = conn.execute(
-        "SELECT id, content_hash FROM documents WHERE bank_id = %s AND document_id = %s FOR UPDATE",
-        (bank_id, external_id),
+@dataclass(frozen=True)
+class DocumentVersion:
+    """What one item says about its document.
+
+    ``version_seq`` is the job's submission sequence (``jobs.seq``) and ``version_item`` the
+    item's index in the job; together they order versions. The other fields are the
+    document-level values every live unit of the document ends with.
+    """
+
+    external_id: str
+    content_hash: str
+    metadata: dict
+    tags: list[str]
+    context: str | None
+    mentioned_at: datetime | None
+    version_seq: int
+    version_item: int
+
+
+@dataclass(frozen=True)
+class VersionResult:
+    """``created``/``skipped`` units; ``superseded`` when a newer version was already live
+    (nothing written); ``revision`` is the document's revision after this call."""
+
+    created: int
+    skipped: int
+    superseded: bool
+    revision: int
+
+
+def apply_version(conn: Connection, bank_id: str, job_id: str, version: DocumentVersion,
+                  drafts: list[UnitDraft]) -> VersionResult:
+    """Make ``version`` (with its chunk ``drafts``) the live version of its document.
+
+    Run inside a transaction. Locks the documents row (created if new), then: an older
+    version key than the stored one is ``superseded`` and writes nothing; an equal key (a
+    redelivered job) re-applies without a new revision; a newer key bumps ``revision``.
+    Applying stores missing chunks and units, revives invalidated units whose chunk is in
+    this version, refreshes metadata, tags, context, times and ``document_revision`` on all
+    of them, and invalidates (``document_replaced``, history kept) every other live unit of
+    the document.
+    """
+    doc = conn.execute(
+        """INSERT INTO documents (bank_id, document_id, content_hash, metadata, tags, context,
+                                  mentioned_at, revision, version_seq, version_item)
+           VALUES (%s, %s, %s, %s, %s, %s, %s, 1, %s, %s)
+           ON CONFLICT (bank_id, document_id) DO UPDATE SET bank_id = documents.bank_id
+           RETURNING id, revision, version_seq, version_item, (xmax = 0) AS inserted""",
+        (bank_id, version.external_id, version.content_hash, Jsonb(version.metadata),
+         version.tags, version.context, version.mentioned_at, version.version_seq,
+         version.version_item),
     ).fetchone()
-    if prev is None:
-        row = conn.execute(
-            """INSERT INTO documents (bank_id, document_id, content_hash, metadata)
-               VALUES (%s, %s, %s, %s)
-               ON CONFLICT (bank_id, document_id) DO UPDATE SET updated_at = now()
-               RETURNING id""",
-            (bank_id, external_id, content_hash, Jsonb(metadata)),
-        ).fetchone()
-        return str(row["id"]), None
-    if prev["content_hash"] != content_hash:
+    doc_uuid = str(doc["id"])
+    revision = doc["revision"]
+    if not doc["inserted"]:  # the row existed: it is locked now; compare version keys
+        new_key = (version.version_seq, version.version_item)
+        old_key = (doc["version_seq"], doc["version_item"])
+        if new_key < old_key:
+            return VersionResult(0, len(drafts), True, revision)
+        if new_key > old_key:
+            revision += 1
         conn.execute(
-            "UPDATE documents SET content_hash = %s, metadata = %s, updated_at = now() WHERE id = %s",
-            (content_hash, Jsonb(metadata), prev["id"]),
+            """UPDATE documents SET content_hash = %s, metadata = %s, tags = %s, context = %s,
+                      mentioned_at = %s, revision = %s, version_seq = %s, version_item = %s,
+                      updated_at = now()
+               WHERE id = %s""",
+            (version.content_hash, Jsonb(version.metadata), version.tags, version.context,
+             version.mentioned_at, revision, version.version_seq, version.version_item,
+             doc_uuid),
         )
-    return str(prev["id"]), prev["content_hash"]
-
-
-def insert_units(conn: Connection, bank_id: str, document_uuid: str, job_id: str,
-                 drafts: list[UnitDraft]) -> tuple[int, int]:
-    """Store chunks and units, skipping those already stored; ``(created, skipped)``."""
     created = 0
     for d in drafts:
         chunk = conn.execute(
             """INSERT INTO chunks (document_id, index, text, content_hash) VALUES (%s, %s, %s, %s)
-               ON CONFLICT (document_id, content_hash) DO UPDATE SET index = chunks.index
+               ON CONFLICT (document_id, content_hash) DO UPDATE SET index = EXCLUDED.index
                RETURNING id""",
-            (document_uuid, d.chunk_index, d.text, d.chunk_hash),
+            (doc_uuid, d.chunk_index, d.text, d.chunk_hash),
         ).fetchone()
         row = conn.execute(
             """INSERT INTO memory_units (bank_id, document_id, chunk_id, chunk_hash, job_id, kind,
-                   text, context, room, hall, layer, mentioned_at, metadata, tags, token_count)
-               VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
-               ON CONFLICT (bank_id, document_id, chunk_hash) DO NOTHING
-               RETURNING id""",
-            (bank_id, document_uuid, chunk["id"], d.chunk_hash, job_id, d.kind, d.text, d.context,
-             d.room, d.hall, d.layer, d.mentioned_at, Jsonb(d.metadata), d.tags, d.token_count),
+                   text, context, room, hall, layer, mentioned_at, metadata, tags, token_count,
+                   document_revision)
+               VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+               ON CONFLICT (bank_id, document_id, chunk_hash) DO UPDATE
+                 SET invalidated_reason = NULL, context = EXCLUDED.context,
+                     room = EXCLUDED.room, hall = EXCLUDED.hall, layer = EXCLUDED.layer,
+                     mentioned_at = EXCLUDED.mentioned_at, metadata = EXCLUDED.metadata,
+                     tags = EXCLUDED.tags, document_revision = EXCLUDED.document_revision,
+                     chunk_id = EXCLUDED.chunk_id
+               RETURNING (xmax = 0) AS inserted""",
+            (bank_id, doc_uuid, chunk["id"], d.chunk_hash, job_id, d.kind, d.text, d.context,
+             d.room, d.hall, d.layer, d.mentioned_at, Jsonb(d.metadata), d.tags, d.token_count,
+             revision),
         ).fetchone()
-        created += row is not None
-    return created, len(drafts) - created
-
-
-def invalidate_replaced(conn: Connection, document_uuid: str, keep_hashes: list[str]) -> int:
-    """Mark units of a re-retained document whose chunk is gone as invalidated (history kept)."""
-    cur = conn.execute(
-        """UPDATE memory_units SET invalidated_reason = 'document_replaced'
-           WHERE document_id = %s AND invalidated_reason IS NULL AND NOT (chunk_hash = ANY(%s))""",
-        (document_uuid, keep_hashes),
-    )
-    return cur.rowcount
+        created += bool(row["inserted"])
+    if not doc["inserted"]:  # a new document has no other units
+        conn.execute(
+            """UPDATE memory_units SET invalidated_reason = 'document_replaced'
+               WHERE document_id = %s AND invalidated_reason IS NULL
+                 AND NOT (chunk_hash = ANY(%s))""",
+            (doc_uuid, [d.chunk_hash for d in drafts]),
+        )
+    return VersionResult(created, len(drafts) - created, False, revision)
 
 
 def count_for_job(conn: Connection, job_id: str) -> int:

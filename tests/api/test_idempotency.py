@@ -52,3 +52,21 @@ def test_changed_document_invalidates_old_units_and_keeps_them(client, worker, s
     res = client.post(f"/v1/default/banks/{bank}/memories/recall",
                       json={"query": "API rate limit"}).get_json()
     assert [r["text"] for r in res["results"]] == ["The API rate limit is 500 requests per minute."]
+
+
+def test_idempotency_key_is_one_check_with_one_code(client, services):
+    bank = "idem-one-check"
+    url = f"/v1/default/banks/{bank}/memories"
+    body = {"items": [{"content": "Kim: the lab opens at eight."}]}
+    for payload, headers in [({**body, "idempotency_key": "k\u0000"}, {}),
+                             ({**body, "idempotency_key": ""}, {}),
+                             (body, {"Idempotency-Key": "k" * 201}),
+                             ({**body, "idempotency_key": "a"}, {"Idempotency-Key": "b"}),
+                             ({**body, "idempotency_key": 7}, {})]:
+        r = client.post(url, json=payload, headers=headers)
+        assert r.status_code == 400, (payload, headers)
+        assert r.get_json()["error"]["code"] == "invalid_idempotency_key"
+    assert db_counts(services, bank)["jobs"] == 0
+    a = client.post(url, json={**body, "idempotency_key": "same", "async": False}).get_json()
+    b = client.post(url, json={**body, "async": False}, headers={"Idempotency-Key": "same"})
+    assert b.get_json()["operation_id"] == a["operation_id"]

@@ -9,13 +9,16 @@ def test_short_item_is_one_chunk():
     assert chunk_text("Alice: hi there.", 512, TOK.count_many) == ["Alice: hi there."]
 
 
-def test_conversation_turns_are_never_split():
+def test_conversation_turns_split_only_when_longer_than_the_limit():
+    # changed with issue 5 fault 5: a turn longer than the limit is split, label kept
     long_turn = "Bob: " + " ".join(f"word{i}" for i in range(200))
     text = f"Alice: short one.\n{long_turn}\nAlice: another short one.\nBob: bye."
     chunks = chunk_text(text, 50, TOK.count_many)
-    assert long_turn in chunks  # longer than the limit, still whole
-    assert all(c.count("Bob:") <= 1 for c in chunks)
-    assert "".join(chunks).replace("\n", "") == text.replace("\n", "")
+    assert all(TOK.count(c) <= 50 for c in chunks)
+    bob = [c for c in chunks if "word" in c]
+    assert len(bob) > 1 and all(c.startswith("Bob: word") for c in bob)
+    squash = "".join("".join(chunks).split()).replace("Bob:", "")
+    assert squash == "".join(text.split()).replace("Bob:", "")
 
 
 def test_prose_is_packed_to_the_limit():
@@ -33,13 +36,19 @@ def test_classifier_first_match_and_explicit_values_win():
     assert c.classify("lorem ipsum") == ("general", "fact")
 
 
-def test_a_single_long_turn_is_one_chunk():
+def test_a_single_long_turn_is_split_with_its_label():
+    # changed with issue 5 fault 5: it was one chunk over the limit
     turn = "assistant: " + " ".join(f"Sentence {i} ends here." for i in range(200))
-    assert chunk_text(turn, 64, TOK.count_many) == [turn]
+    chunks = chunk_text(turn, 64, TOK.count_many)
+    assert len(chunks) > 1
+    assert all(c.startswith("assistant: Sentence") and TOK.count(c) <= 64 for c in chunks)
 
 
 def test_label_lines_inside_one_turn_do_not_split_it():
     turn = "assistant: Here is the plan.\n" + "\n".join(
         f"Step {i}: Do thing number {i} with care and attention to detail." for i in range(60))
     turn += "\nNote: one more thing.\nNote: and another."
-    assert chunk_text(turn, 64, TOK.count_many) == [turn]
+    chunks = chunk_text(turn, 64, TOK.count_many)  # one turn, split only for length
+    assert all(c.startswith("assistant: ") and TOK.count(c) <= 64 for c in chunks)
+    assert "".join(c.removeprefix("assistant: ") for c in chunks).replace("\n", "") == \
+        turn.removeprefix("assistant: ").replace("\n", "")

@@ -8,13 +8,13 @@ re-sent the job since it last made progress (the sweep backs off exponentially w
 memory); past a limit the job ends ``failed`` instead of killing workers forever.
 
 Revision ID: 0005
-Revises: 0003
+Revises: 0004
 """
 
 from alembic import op
 
 revision = "0005"
-down_revision = "0003"
+down_revision = "0004"
 branch_labels = None
 depends_on = None
 

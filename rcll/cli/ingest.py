@@ -1,0 +1,131 @@
+"""Folder ingest for ``rcll ingest``: read files into retain items, send them in batches
+bounded by count and bytes, and skip (with the reason) what cannot be taken.
+
+A text file is one item whose ``document_id`` is its path, so re-ingesting a changed file
+leaves exactly its latest version live. A file that cannot be read as text (binary, not
+UTF-8, unreadable) or that the server refuses alone (an ``item_too_large`` or invalid item)
+is skipped and reported; everything else is still sent.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+TEXT_SUFFIXES = (".txt", ".md", ".markdown")
+BATCH_BYTES = 8 * 1024 * 1024  # one request's content stays well under the API's byte limit
+
+
+@dataclass
+class Skipped:
+    """A file or item not ingested: ``source`` (path or ``path:line``) and ``reason``."""
+
+    source: str
+    reason: str
+
+
+@dataclass
+class Plan:
+    """Items to send (each with the ``source`` it came from) and what was skipped reading."""
+
+    items: list[dict] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+
+
+class InputError(Exception):
+    """A JSONL line that is not JSON (the whole ingest stops: the file is malformed)."""
+
+
+def _read_text(f: Path) -> str:
+    """The file as UTF-8 text. Raises ``ValueError`` for binary or non-UTF-8 content and
+    ``OSError`` when unreadable."""
+    data = f.read_bytes()
+    if b"\x00" in data[:8192]:
+        raise ValueError("binary file (NUL bytes)")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+
+
+def read_paths(paths: tuple[str, ...] | list[str]) -> Plan:
+    """Items from files and folders: ``.txt``/``.md`` files (one item each) and ``.jsonl``
+    item files; other files in folders are ignored. Raises :class:`InputError` for a named
+    file of another type or a JSONL line that is not JSON."""
+    plan = Plan()
+    for p in map(Path, paths):
+        files = sorted(f for f in p.rglob("*") if f.is_file()) if p.is_dir() else [p]
+        for f in files:
+            if f.suffix not in (*TEXT_SUFFIXES, ".jsonl"):
+                if not p.is_dir():
+                    raise InputError(f"{f}: unsupported file type (.txt, .md, .jsonl)")
+                continue
+            try:
+                text = _read_text(f)
+            except (OSError, ValueError) as exc:
+                plan.skipped.append(Skipped(str(f), str(exc) or type(exc).__name__))
+                continue
+            if f.suffix == ".jsonl":
+                for n, line in enumerate(text.splitlines(), 1):
+                    if line.strip():
+                        try:
+                            plan.items.append(json.loads(line))
+                        except json.JSONDecodeError as exc:
+                            raise InputError(f"{f}:{n}: invalid JSON: {exc}") from None
+                        plan.sources.append(f"{f}:{n}")
+            elif not text.strip():
+                plan.skipped.append(Skipped(str(f), "empty file"))
+            else:
+                plan.items.append({"content": text, "document_id": str(f),
+                                   "metadata": {"path": str(f)}})
+                plan.sources.append(str(f))
+    return plan
+
+
+def batches(items: list[dict], max_items: int, max_bytes: int = BATCH_BYTES) -> list[range]:
+    """Index ranges of consecutive items, each at most ``max_items`` items and about
+    ``max_bytes`` of UTF-8 content; an item larger than ``max_bytes`` goes alone."""
+    out, start, size = [], 0, 0
+    for i, item in enumerate(items):
+        n = len(str(item.get("content", "")).encode("utf-8"))
+        if i > start and (i - start >= max_items or size + n > max_bytes):
+            out.append(range(start, i))
+            start, size = i, 0
+        size += n
+    if start < len(items):
+        out.append(range(start, len(items)))
+    return out
+
+
+def submit(client, bank: str, plan: Plan, batch_size: int,
+           on_sent: Callable[[int], None] | None = None) -> tuple[list[str], list[Skipped]]:
+    """Send the plan's items; ``(operation ids, skipped)``. A batch the server refuses with
+    a 4xx (other than 429) is re-sent item by item, and an item refused alone is skipped
+    with the server's code and message. 5xx and transport errors propagate (the server is
+    away, not the input bad)."""
+    from rcll.client import RCLLHTTPError
+
+    ops: list[str] = []
+    skipped: list[Skipped] = []
+
+    def send(idx: range) -> None:
+        try:
+            ops.append(client.retain(bank, [plan.items[i] for i in idx])["operation_id"])
+        except RCLLHTTPError as exc:
+            if not 400 <= exc.status < 500 or exc.status == 429:
+                raise
+            if len(idx) == 1:
+                skipped.append(Skipped(plan.sources[idx[0]], f"{exc.code}: {exc.message}"))
+            else:
+                for i in idx:
+                    send(range(i, i + 1))
+                return
+        if on_sent:
+            on_sent(len(idx))
+
+    for idx in batches(plan.items, batch_size):
+        send(idx)
+    return ops, skipped

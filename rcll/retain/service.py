@@ -1,0 +1,130 @@
+"""The retain service: what HTTP, the CLI and (later) MCP call to retain items.
+
+It owns the request rules in one place — limits (items per request, characters per item,
+items in a synchronous request), the idempotency key (header or body, one check, one error
+code), storing the job, enqueue after commit through an injected ``enqueue(task_name,
+job_id)`` (so ``rcll`` never imports Celery), requeue of a job whose enqueue failed, and the
+synchronous path (every stage of :mod:`rcll.retain.stages` in this process).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from psycopg_pool import ConnectionPool
+
+from rcll.config import Settings
+from rcll.errors import Rejected
+from rcll.retain import pipeline, stages
+from rcll.retain.models import RetainItem
+from rcll.retain.pipeline import RetainContext
+from rcll.retain.submit import submit_retain
+from rcll.store import jobs
+from rcll.validation import clean_text
+
+Enqueue = Callable[[str, str], None]
+MAX_KEY_CHARS = 200
+
+
+@dataclass(frozen=True)
+class RetainLimits:
+    """Request-safety limits (not document-size limits): ``max_items`` per request,
+    ``max_item_chars`` characters of content per item, ``sync_max_items`` items in an
+    ``async: false`` request (it runs inside the request)."""
+
+    max_items: int = 1000
+    max_item_chars: int = 32_000_000
+    sync_max_items: int = 100
+
+    @classmethod
+    def from_settings(cls, s: Settings) -> RetainLimits:
+        """The limits configured by ``RCLL_MAX_ITEMS_PER_REQUEST`` and
+        ``RCLL_MAX_ITEM_CHARS``."""
+        return cls(max_items=s.max_items_per_request, max_item_chars=s.max_item_chars)
+
+
+class RetainService:
+    """Accepts retain requests. ``context()`` gives the :class:`RetainContext` for the sync
+    path; ``enqueue(task_name, job_id)`` sends a stage to the workers."""
+
+    def __init__(self, pool: ConnectionPool, context: Callable[[], RetainContext],
+                 enqueue: Enqueue, limits: RetainLimits):
+        self.pool = pool
+        self.context = context
+        self.enqueue = enqueue
+        self.limits = limits
+
+    def check_item_count(self, n: int) -> None:
+        """Raise ``413 too_many_items`` over :attr:`RetainLimits.max_items` (callers check
+        this before parsing a large body)."""
+        if n > self.limits.max_items:
+            raise Rejected(413, "too_many_items", f"at most {self.limits.max_items} items per request",
+                           {"items": n, "max": self.limits.max_items})
+
+    @staticmethod
+    def idempotency_key(body_key: object = None, header_key: object = None) -> str | None:
+        """The request's idempotency key, from the body field or the ``Idempotency-Key``
+        header: each given one must be a string of 1-200 characters of clean text (no NUL,
+        no lone surrogate, :func:`rcll.validation.clean_text`), and when both are given they
+        must be equal. Raises ``400 invalid_idempotency_key``."""
+        given = [k for k in (body_key, header_key) if k is not None]
+        for key in given:
+            if not isinstance(key, str) or not 1 <= len(key) <= MAX_KEY_CHARS or not _clean(key):
+                raise Rejected(400, "invalid_idempotency_key",
+                               f"an idempotency key must be 1-{MAX_KEY_CHARS} characters "
+                               "without NUL or lone surrogates")
+        if len(set(given)) > 1:
+            raise Rejected(400, "invalid_idempotency_key",
+                           "the Idempotency-Key header and the idempotency_key field differ")
+        return given[0] if given else None
+
+    def retain(self, bank_id: str, items: list[RetainItem], *, async_: bool = True,
+               idempotency_key: str | None = None) -> tuple[dict, bool]:
+        """Store a retain job for ``items`` and run or enqueue it; ``(job, created)``.
+
+        ``async_``: enqueue the first stage after commit (the job is ``queued``); otherwise
+        run every stage here and return the ended job. A repeated key returns the first job
+        (``created=False``), re-enqueued if its enqueue had failed. Raises
+        :class:`~rcll.errors.Rejected`: ``413 too_many_items``, ``413 item_too_large``,
+        ``400 sync_batch_too_large``, ``503 queue_unavailable`` (the job is ``failed`` with
+        ``enqueue failed`` and can be retried with the same key).
+        """
+        self.check_item_count(len(items))
+        for i, item in enumerate(items):
+            if len(item.content) > self.limits.max_item_chars:
+                raise Rejected(413, "item_too_large",
+                               f"item {i} has {len(item.content)} characters; "
+                               f"the limit is {self.limits.max_item_chars}",
+                               {"index": i, "chars": len(item.content),
+                                "max": self.limits.max_item_chars})
+        if not async_ and len(items) > self.limits.sync_max_items:
+            raise Rejected(400, "sync_batch_too_large",
+                           f"async=false takes at most {self.limits.sync_max_items} items; "
+                           "send async", {"items": len(items), "max": self.limits.sync_max_items})
+        with self.pool.connection() as conn:
+            job, created = submit_retain(conn, bank_id, items, idempotency_key)
+        job_id = str(job["id"])
+        if not created and job["state"] == "failed":  # a retry of a job never enqueued
+            with self.pool.connection() as conn:
+                created = jobs.requeue_failed_enqueue(conn, job_id)
+        if created:
+            if async_:
+                try:
+                    self.enqueue(stages.first().task_name, job_id)
+                except Exception as exc:
+                    pipeline.fail(self.context(), job_id, f"enqueue failed: {exc}")
+                    raise Rejected(503, "queue_unavailable", f"could not enqueue the job: {exc}",
+                                   {"operation_id": job_id}) from exc
+            else:
+                stages.run_sync(self.context(), job_id)
+        with self.pool.connection() as conn:
+            return jobs.get(conn, job_id), created
+
+
+def _clean(text: str) -> bool:
+    try:
+        clean_text(text)
+    except ValueError:
+        return False
+    return True

@@ -1,0 +1,88 @@
+"""Issue 5 fault 16: one oversized or unreadable file does not abort a folder ingest; a
+large document is accepted and chunked; what cannot be taken is skipped and listed."""
+
+import random
+
+import httpx
+import pytest
+from click.testing import CliRunner
+
+from api.app import create_app
+from rcll.bootstrap import bootstrap
+from rcll.cli import main as cli_main
+from rcll.client import RCLLClient
+from tests.conftest import db_counts
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    d = tmp_path_factory.mktemp("docs")
+    for i in range(5):
+        (d / f"small-{i}.txt").write_text(f"Licence {i}: permission is granted to copy "
+                                          f"module {i} under the terms of clause {i + 3}.\n")
+    rnd = random.Random(16)
+    alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+    lines, size = [], 0
+    while size < 3 * 1024 * 1024:
+        line = f"record {len(lines)}: " + "".join(rnd.choice(alphabet) for _ in range(150))
+        lines.append(line)
+        size += len(line) + 1
+    (d / "big.txt").write_text("\n".join(lines) + "\nThe big file ends with the word zanzibar.\n")
+    (d / "image.txt").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)))
+    (d / "latin1.md").write_bytes("Caf\xe9 cr\xe8me, na\xefve r\xe9sum\xe9.".encode("latin-1"))
+    (d / "photo.png").write_bytes(b"\x89PNG\r\n")  # not a text suffix: ignored in a folder
+    return d
+
+
+def _run(monkeypatch, app, folder, bank):
+    client = RCLLClient("http://rcll.test", transport=httpx.WSGITransport(app=app))
+    monkeypatch.setattr(cli_main, "_client", lambda: client)
+    return CliRunner().invoke(cli_main.cli, ["ingest", str(folder), "--bank", bank,
+                                             "--batch-size", "3"], env={"COLUMNS": "400"})
+
+
+@pytest.mark.slow
+def test_large_file_is_ingested_and_unreadable_files_are_skipped(monkeypatch, folder, services,
+                                                                 worker, settings):
+    big = bootstrap(settings.model_copy(update={"max_item_chars": 32_000_000}))
+    try:
+        app = create_app(services=big)
+        bank = "ingest-big"
+        result = _run(monkeypatch, app, folder, bank)
+        out = " ".join(result.output.split())
+        assert result.exit_code == 1, out  # something was skipped
+        assert "6 items" in out
+        assert f"{folder / 'image.txt'}: binary file" in out
+        assert f"{folder / 'latin1.md'}: not UTF-8 text" in out
+        assert "skipped 2" in out
+        assert db_counts(services, bank)["documents"] == 6, out
+        with services.pool.connection() as conn:
+            rows = conn.execute(
+                """SELECT u.text, u.token_count FROM memory_units u JOIN documents d
+                   ON d.id = u.document_id WHERE u.bank_id = %s AND d.document_id = %s
+                   AND u.invalidated_reason IS NULL""", (bank, str(folder / "big.txt"))).fetchall()
+        assert len(rows) > 100
+        assert max(r["token_count"] for r in rows) <= services.chunk_tokens
+        assert any("zanzibar" in r["text"] for r in rows)
+    finally:
+        big.close()
+
+
+def test_file_refused_by_the_server_is_skipped_and_the_rest_ingested(monkeypatch, folder, app,
+                                                                     services, worker):
+    bank = "ingest-refused"  # the test app takes at most 5,000 characters per item
+    result = _run(monkeypatch, app, folder, bank)
+    out = " ".join(result.output.split())
+    assert result.exit_code == 1, out
+    assert f"{folder / 'big.txt'}: item_too_large" in out
+    assert "skipped 3" in out and "5 items" in out
+    assert db_counts(services, bank)["documents"] == 5
+    # a changed file ingested again leaves exactly its latest version live
+    (folder / "small-0.txt").write_text("Licence 0 now forbids copying module 0.\n")
+    _run(monkeypatch, app, folder, bank)
+    with services.pool.connection() as conn:
+        live = conn.execute(
+            """SELECT u.text FROM memory_units u JOIN documents d ON d.id = u.document_id
+               WHERE u.bank_id = %s AND d.document_id = %s AND u.invalidated_reason IS NULL""",
+            (bank, str(folder / "small-0.txt"))).fetchall()
+    assert [r["text"] for r in live] == ["Licence 0 now forbids copying module 0."]
