@@ -9,6 +9,7 @@ synchronous path (every stage of :mod:`rcll.retain.stages` in this process).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -25,6 +26,8 @@ from rcll.validation import clean_text
 
 Enqueue = Callable[[str, str], None]
 MAX_KEY_CHARS = 200
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -114,7 +117,9 @@ class RetainService:
                     self.enqueue(stages.first().task_name, job_id)
                 except Exception as exc:
                     pipeline.fail(self.context(), job_id, f"enqueue failed: {exc}")
-                    raise Rejected(503, "queue_unavailable", f"could not enqueue the job: {exc}",
+                    log.warning("enqueue of job %s failed: %s", job_id, exc)  # not in the body
+                    raise Rejected(503, "queue_unavailable",
+                                   "could not enqueue the job; retry later with the same key",
                                    {"operation_id": job_id}) from exc
             else:
                 stages.run_sync(self.context(), job_id)

@@ -73,7 +73,8 @@ def test_lone_surrogate_in_retain_field_is_400(client, services, seeded, field, 
     before = _total_rows(services)
     for sync in (True, False):
         body = RETAIN_FIELDS[field](bad) | {"async": not sync}
-        _assert_400(client.post(RETAIN, data=_raw(body), content_type="application/json"))
+        code = "invalid_idempotency_key" if field == "idempotency_key" else "invalid_request"
+        _assert_400(client.post(RETAIN, data=_raw(body), content_type="application/json"), code)
     assert db_counts(services, BANK) == seeded
     assert _total_rows(services) == before
 
