@@ -1,7 +1,18 @@
-"""Dense channel: pgvector cosine over the one HNSW index, filtered by bank (spec §5).
+"""Dense channel: pgvector cosine, exact for small banks, per-bank HNSW for big ones (spec §5).
 
-HNSW with a filter returns too few rows unless the scan keeps going, so the query enables
-pgvector's iterative index scan (pgvector ≥ 0.8, ``hnsw.iterative_scan``) for its transaction.
+Vector search cost follows the size of the bank asked, not of the database (README "Recall
+at scale"): a bank below ``rcll.store.vector_index.DEFAULT_MIN_UNITS`` vectors is scanned
+exactly through the ``(bank_id, model)`` btree; a bigger bank has its own partial HNSW index
+(``WHERE bank_id = '<id>'``, built by the maintenance task), which the planner picks for it.
+
+Two settings hold for the query's transaction only (``set_config(..., true)``):
+
+- ``plan_cache_mode = force_custom_plan``: psycopg prepares a statement after five runs and
+  PostgreSQL then may switch to a generic plan, which cannot see the bank id — so it cannot
+  use a partial index or the bank's row count, and a 300k-unit bank went from 0.2 s to 4.5 s
+  per call (issue 5, fault 17). A custom plan is planned with the bank id every time.
+- ``hnsw.iterative_scan = relaxed_order`` and ``hnsw.ef_search``: an HNSW scan followed by
+  filters (layer, superseded) keeps going until ``limit`` rows pass (pgvector ≥ 0.8).
 """
 
 from __future__ import annotations
@@ -12,16 +23,22 @@ from psycopg import Connection
 from rcll.search.filters import unit_filter
 from rcll.search.models import Candidate, RecallQuery
 
+# Planner mode for the dense query; benchmarks/scale.py sets "auto" to show the plan flip.
+PLAN_CACHE_MODE = "force_custom_plan"
+
 
 def dense_candidates(conn: Connection, q: RecallQuery, bank_id: str, query_vec: np.ndarray, *,
                      model: str, limit: int, floor: float) -> list[Candidate]:
     """Up to ``limit`` units by cosine similarity to ``query_vec``, those below ``floor`` dropped.
 
     ``query_vec``: unit-norm float32 (dim,). Scores are cosine similarities in [-1, 1].
+    Must run inside a transaction (the settings above are transaction-local).
     """
     where, params = unit_filter(q, bank_id)
-    conn.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-                 "set_config('hnsw.ef_search', %s, true)", (str(max(40, min(limit, 1000))),))
+    conn.execute("SELECT set_config('plan_cache_mode', %s, true), "
+                 "set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+                 "set_config('hnsw.ef_search', %s, true)",
+                 (PLAN_CACHE_MODE, str(max(40, min(limit, 1000)))))
     rows = conn.execute(
         f"""SELECT id, score FROM (
               SELECT e.unit_id AS id, 1 - (e.embedding <=> %(qvec)s) AS score
