@@ -427,6 +427,10 @@ def report(r: dict) -> None:
     log("\naim                                         measured               aim")
     log(f"{ok(f <= 1.5 * e)} s0000 at full / empty DB (server p50)   "
         f"{f} / {e} = {f / e:.2f}x        <= 1.5x")
+    ed = r["empty_db"]["s0000"]["recall"]["dense"]["p50"]
+    fd = full["s0000"]["recall"]["dense"]["p50"]
+    log(f"{ok(fd <= 1.5 * ed)} s0000 dense channel only, full / empty  {fd} / {ed} = "
+        f"{fd / ed:.2f}x        <= 1.5x")
     log(f"{ok(bp50 <= 150)} big bank ({size:,}) server p50            {bp50} ms"
         f"{'':>12}<= 150 ms")
     log(f"{ok(bp95 <= 3 * bp50)} big bank server p95 / p50               {bp95} / {bp50} = "

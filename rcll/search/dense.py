@@ -11,6 +11,11 @@ Two settings hold for the query's transaction only (``set_config(..., true)``):
   PostgreSQL then may switch to a generic plan, which cannot see the bank id — so it cannot
   use a partial index or the bank's row count, and a 300k-unit bank went from 0.2 s to 4.5 s
   per call (issue 5, fault 17). A custom plan is planned with the bank id every time.
+- ``enable_sort = off``: the planner under-prices an exact scan of a bank whose rows are
+  scattered over the table (6,000 rows: 62 ms exact, chosen, vs 24 ms through the bank's
+  HNSW index, benchmarks/scale.py at 100k). With sorting a last resort, a bank that has its
+  own HNSW index is always read through it; a bank without one sorts as before (every plan
+  for it sorts, so the choice among them is unchanged).
 - ``hnsw.iterative_scan = relaxed_order`` and ``hnsw.ef_search``: an HNSW scan followed by
   filters (layer, superseded) keeps going until ``limit`` rows pass (pgvector ≥ 0.8).
 """
@@ -35,10 +40,12 @@ def dense_candidates(conn: Connection, q: RecallQuery, bank_id: str, query_vec: 
     Must run inside a transaction (the settings above are transaction-local).
     """
     where, params = unit_filter(q, bank_id)
-    conn.execute("SELECT set_config('plan_cache_mode', %s, true), "
-                 "set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-                 "set_config('hnsw.ef_search', %s, true)",
-                 (PLAN_CACHE_MODE, str(max(40, min(limit, 1000)))))
+    prev = conn.execute(
+        "SELECT current_setting('enable_sort') AS enable_sort, "
+        "set_config('plan_cache_mode', %s, true), set_config('enable_sort', 'off', true), "
+        "set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+        "set_config('hnsw.ef_search', %s, true)",
+        (PLAN_CACHE_MODE, str(max(40, min(limit, 1000))))).fetchone()
     rows = conn.execute(
         f"""SELECT id, score FROM (
               SELECT e.unit_id AS id, 1 - (e.embedding <=> %(qvec)s) AS score
@@ -50,4 +57,11 @@ def dense_candidates(conn: Connection, q: RecallQuery, bank_id: str, query_vec: 
             ORDER BY score DESC""",
         {**params, "qvec": query_vec, "model": model, "limit": limit, "floor": floor},
     ).fetchall()
+    # The other channels share the transaction: give them the planner back (on an error,
+    # the caller's savepoint rollback undoes every setting above).
+    conn.execute("SELECT set_config('enable_sort', %s, true)", (_value(prev),))
     return [Candidate(str(r["id"]), i, float(r["score"])) for i, r in enumerate(rows, 1)]
+
+
+def _value(row) -> str:
+    return row["enable_sort"] if isinstance(row, dict) else row[0]

@@ -65,6 +65,17 @@ def _dense_plan(conn, bank, qvec) -> str:
     return "\n".join(r["QUERY PLAN"] for r in rows)
 
 
+def _index_scans(conn, name: str) -> int:
+    """How many scans ``name`` served so far (this backend's pending counts flushed first)."""
+    conn.execute("SELECT pg_stat_force_next_flush()")
+    conn.commit()
+    conn.execute("SELECT pg_stat_clear_snapshot()")
+    row = conn.execute("SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = %s",
+                       (name,)).fetchone()
+    conn.commit()
+    return row["idx_scan"] if row else 0
+
+
 def _brute_force(ids, vecs, qvec, k=10) -> list[str]:
     return [ids[i] for i in np.argsort(-(vecs @ qvec))[:k]]
 
@@ -98,6 +109,10 @@ def test_small_bank_dense_is_exact_and_uses_no_hnsw_index(settings, conn):
         assert got == _brute_force(ids, vecs, q)
     plan = _dense_plan(conn, "scale-small", vecs[0])
     assert "hnsw" not in plan.lower()
+    with conn.transaction():  # the lexical channel and hydration share recall's transaction
+        dense_candidates(conn, RecallQuery(query="x"), "scale-small", vecs[0], model=MODEL,
+                         limit=50, floor=0.0)
+        assert conn.execute("SHOW enable_sort").fetchone()["enable_sort"] == "on"
 
 
 def test_fault21_no_hnsw_index_over_every_bank(settings, conn):
@@ -126,6 +141,13 @@ def test_fault20_mid_size_bank_gets_its_own_hnsw_index_and_keeps_recall(settings
     conn.commit()
     assert big_index in _dense_plan(conn, "scale-big", vecs[0])
     assert big_index not in _dense_plan(conn, "scale-big-small", vecs[0])
+    before = _index_scans(conn, big_index)
+    _dense(conn, "scale-big", vecs[1])
+    conn.commit()
+    assert _index_scans(conn, big_index) == before + 1  # the real dense query used it
+    _dense(conn, "scale-big-small", vecs[1])
+    conn.commit()
+    assert _index_scans(conn, big_index) == before + 1
     rng = np.random.default_rng(7)
     hits = 0
     for _ in range(20):
