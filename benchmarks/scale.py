@@ -12,7 +12,7 @@ load. ``--reuse`` keeps a database that is already filled (a 1M build takes long
 Designs: ``bank`` (this tree: migrations to head, then the maintenance function
 ``rcll.store.vector_index.ensure_bank_indexes`` builds a partial HNSW index per bank of
 ≥ ``--hnsw-min-units`` vectors) and ``global`` (the former design: one HNSW index over every
-bank's vectors), for before/after figures.
+bank's vectors, measured with the dense channel of ``--baseline-commit``), for before/after.
 
 Prints, in one run: server-side recall p50/p95 per phase (``trace`` timings, query vectors
 precomputed so no embedding is timed) for ``s0000``, the biggest bank and the other banks ≥ 2k;
@@ -220,7 +220,8 @@ def time_recall(ctx: RecallContext, bank: str, qtexts: list[str], warmup: int = 
 
 def dense_calls(url: str, bank: str, qvecs, mode: str, limit: int = 300) -> list[float]:
     """Time (ms) of each dense-channel call on ONE new connection, so psycopg prepares the
-    statement from the 6th call on and PostgreSQL may then choose a generic plan."""
+    statement from the 6th call on and PostgreSQL may then choose a generic plan.
+    ``mode``: the dense query's ``plan_cache_mode`` (the baseline design ignores it)."""
     from pgvector.psycopg import register_vector
     old, dense_mod.PLAN_CACHE_MODE = dense_mod.PLAN_CACHE_MODE, mode
     out = []
@@ -321,6 +322,8 @@ def measure(s: Settings, name: str, banks: list[str], qtexts, qvecs, *, recall10
                                              "after5_p50": pct(auto[5:], 50),
                                              "p95": pct(auto, 95)}
                 res["dense_plan_custom_ms"] = {"p50": pct(forced, 50), "p95": pct(forced, 95),
+                                               "first5_p50": pct(forced[:5], 50),
+                                               "after5_p50": pct(forced[5:], 50),
                                                "n": len(forced)}
             out[b] = res
             log(f"  {name} {b}: server p50 {res['recall']['server']['p50']} ms "
@@ -334,6 +337,18 @@ def measure(s: Settings, name: str, banks: list[str], qtexts, qvecs, *, recall10
 
 # ---------------------------------------------------------------- main --------------------
 
+def use_baseline_dense(commit: str) -> None:
+    """Run recall with the dense channel as it was at ``commit`` (the "before" figures)."""
+    import subprocess
+
+    import rcll.search.recall as recall_mod
+    src = subprocess.run(["git", "-C", str(ROOT), "show", f"{commit}:rcll/search/dense.py"],
+                         check=True, capture_output=True, text=True).stdout
+    ns: dict = {"__name__": "dense_baseline"}
+    exec(compile(src, f"{commit}:rcll/search/dense.py", "exec"), ns)  # noqa: S102
+    dense_mod.dense_candidates = recall_mod.dense_candidates = ns["dense_candidates"]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--units", type=int, default=20_000, help="corpus size (20000, 100000, 1000000)")
@@ -345,6 +360,8 @@ def main() -> None:
     ap.add_argument("--base-k", type=int, default=4_000, help="distinct sentences embedded")
     ap.add_argument("--hnsw-min-units", type=int, default=vector_index.DEFAULT_MIN_UNITS)
     ap.add_argument("--build-only", action="store_true")
+    ap.add_argument("--baseline-commit", default="e8bb9d7",
+                    help="with --design global: the commit whose dense channel is measured")
     ap.add_argument("--stop", action="store_true", help="stop the bench PostgreSQL at the end")
     args = ap.parse_args()
 
@@ -381,6 +398,9 @@ def main() -> None:
     if args.build_only:
         return
 
+    if args.design == "global":
+        use_baseline_dense(args.baseline_commit)
+        log(f"dense channel of {args.baseline_commit} (one HNSW index for every bank)")
     layout = dict(corpus.layout(args.units))
     mids = [b for b, n in layout.items() if n >= 2_000 and b != "big"]
     log("measuring")
@@ -444,9 +464,13 @@ def report(r: dict) -> None:
     log(f"     insert rows/s into the biggest bank     {ins['big_bank_full']} / "
         f"{ins['big_bank_10k']} = {rb:.2f}x  (full / 10k-DB's biggest bank)")
     pa, pc = big["dense_plan_auto_ms"], big["dense_plan_custom_ms"]
-    log(f"     plan flip, big bank dense ms: plan_cache_mode=auto first 5 p50 {pa['first5_p50']}, "
-        f"after 5 p50 {pa['after5_p50']}; force_custom_plan p50 {pc['p50']} p95 {pc['p95']} "
-        f"(n={pc['n']})")
+    label = ("baseline dense channel" if r["design"] == "global"
+             else "plan_cache_mode=auto / force_custom_plan")
+    log(f"     plan flip, big bank dense ms, one connection ({label}):")
+    log(f"       auto: calls 1-5 p50 {pa['first5_p50']}, calls 6-15 p50 {pa['after5_p50']}, "
+        f"p95 {pa['p95']}")
+    log(f"       forced: calls 1-5 p50 {pc['first5_p50']}, calls 6-{pc['n']} p50 "
+        f"{pc['after5_p50']}, p50 {pc['p50']}, p95 {pc['p95']} ({pc['n']} calls)")
     bf = r["builds"]["full"]
     log(f"     build: copy {bf.get('copy_s')} s, btree/gin {bf.get('btree_gin_index_s')} s, "
         f"hnsw {bf.get('hnsw_build_s')} s, database {bf['db_bytes'] / 2**30:.2f} GiB")

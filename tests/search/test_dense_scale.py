@@ -109,10 +109,14 @@ def test_small_bank_dense_is_exact_and_uses_no_hnsw_index(settings, conn):
         assert got == _brute_force(ids, vecs, q)
     plan = _dense_plan(conn, "scale-small", vecs[0])
     assert "hnsw" not in plan.lower()
+    default_par = conn.execute("SHOW max_parallel_workers_per_gather").fetchone()[
+        "max_parallel_workers_per_gather"]
     with conn.transaction():  # the lexical channel and hydration share recall's transaction
         dense_candidates(conn, RecallQuery(query="x"), "scale-small", vecs[0], model=MODEL,
                          limit=50, floor=0.0)
         assert conn.execute("SHOW enable_sort").fetchone()["enable_sort"] == "on"
+        assert conn.execute("SHOW max_parallel_workers_per_gather").fetchone()[
+            "max_parallel_workers_per_gather"] == default_par
 
 
 def test_fault21_no_hnsw_index_over_every_bank(settings, conn):
