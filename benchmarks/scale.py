@@ -301,15 +301,15 @@ def insert_rate(url: str, bank: str | None, base, texts, tokens, n: int = 1024,
     new_bank = bank is None
     bank = bank or f"ins_{uuid.uuid4().hex[:8]}"
     job = str(uuid.uuid4())
-    ids, j, vecs = corpus.bank_rows(f"insert-{n}", n, len(texts), base)
+    _, j, vecs = corpus.bank_rows(f"insert-{n}", n, len(texts), base)
     with psycopg.connect(url, row_factory=psycopg.rows.dict_row) as conn:
         register_vector(conn)
         if new_bank:
             conn.execute("INSERT INTO memory_banks (id, name) VALUES (%s, %s)", (bank, bank))
-        with conn.cursor() as cur:
-            cur.executemany("INSERT INTO memory_units (id, bank_id, text, token_count, job_id) "
-                            "VALUES (%s, %s, %s, %s, %s)",
-                            [(ids[i], bank, texts[j[i]], tokens[j[i]], job) for i in range(n)])
+        ids = [conn.execute(  # ids from the column default, as the retain path gets them
+            "INSERT INTO memory_units (bank_id, text, token_count, job_id) VALUES (%s, %s, %s, %s) "
+            "RETURNING id", (bank, texts[j[i]], tokens[j[i]], job)).fetchone()["id"]
+            for i in range(n)]
         conn.commit()
         rows = [{"id": ids[i], "bank_id": bank} for i in range(n)]
         t = time.perf_counter()

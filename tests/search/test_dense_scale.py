@@ -166,3 +166,15 @@ def test_fault20_mid_size_bank_gets_its_own_hnsw_index_and_keeps_recall(settings
     rep = vector_index.ensure_bank_indexes(settings.db_url, min_units=2500)
     assert big_index in rep.dropped
     assert big_index not in vector_index.bank_index_names(conn)
+
+
+def test_fault21_new_unit_ids_are_time_ordered(settings, conn):
+    """Unit ids come from uuidv7(): each new embedding row lands at the right edge of the
+    (unit_id, model) primary key instead of on a random leaf page (full-page WAL per row)."""
+    conn.execute("INSERT INTO memory_banks (id, name) VALUES ('scale-ids', 'x') "
+                 "ON CONFLICT DO NOTHING")
+    ids = [conn.execute("INSERT INTO memory_units (bank_id, text) VALUES ('scale-ids', %s) "
+                        "RETURNING id", (f"unit {k}",)).fetchone()["id"] for k in range(50)]
+    conn.commit()
+    assert {u.version for u in ids} == {7}
+    assert ids == sorted(ids)

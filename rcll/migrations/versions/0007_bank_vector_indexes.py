@@ -7,6 +7,11 @@ graph walk or an exact scan through it. Now small banks are searched exactly thr
 their own partial HNSW index from the maintenance task (``ensure_bank_indexes``). Figures:
 README "Recall at scale" (benchmarks/scale.py).
 
+New unit ids are time-ordered (``uuidv7()``, PostgreSQL 18) instead of random, so the
+primary keys of memory_units and memory_embeddings (unit_id, model) grow at their right edge
+instead of touching (and logging a full-page image of) a random leaf per row: embedding
+writes into a new bank at 1M units went from 0.65x to 0.83x the rate at 10k units.
+
 Revision ID: 0007
 Revises: 0003
 """
@@ -24,9 +29,12 @@ def upgrade() -> None:
     op.execute("CREATE INDEX IF NOT EXISTS memory_embeddings_bank_model "
                "ON memory_embeddings (bank_id, model)")
     op.execute("DROP INDEX IF EXISTS memory_embeddings_bank")
+    op.execute("DO $$ BEGIN IF EXISTS (SELECT 1 FROM pg_proc WHERE proname = 'uuidv7') THEN "
+               "ALTER TABLE memory_units ALTER COLUMN id SET DEFAULT uuidv7(); END IF; END $$")
 
 
 def downgrade() -> None:
+    op.execute("ALTER TABLE memory_units ALTER COLUMN id SET DEFAULT gen_random_uuid()")
     op.execute("CREATE INDEX IF NOT EXISTS memory_embeddings_bank ON memory_embeddings (bank_id)")
     op.execute("DROP INDEX IF EXISTS memory_embeddings_bank_model")
     op.execute("DO $$ DECLARE r record; BEGIN FOR r IN SELECT indexname FROM pg_indexes "
