@@ -1,7 +1,29 @@
-"""Dense channel: pgvector cosine over the one HNSW index, filtered by bank (spec §5).
+"""Dense channel: pgvector cosine, exact for small banks, per-bank HNSW for big ones (spec §5).
 
-HNSW with a filter returns too few rows unless the scan keeps going, so the query enables
-pgvector's iterative index scan (pgvector ≥ 0.8, ``hnsw.iterative_scan``) for its transaction.
+Vector search cost follows the size of the bank asked, not of the database (README "Recall
+at scale"): a bank below ``rcll.store.vector_index.DEFAULT_MIN_UNITS`` vectors is scanned
+exactly through the ``(bank_id, model)`` btree; a bigger bank has its own partial HNSW index
+(``WHERE bank_id = '<id>'``, built by the maintenance task), which the planner picks for it.
+
+Two settings hold for the query's transaction only (``set_config(..., true)``):
+
+- ``plan_cache_mode = force_custom_plan``: psycopg prepares a statement after five runs and
+  PostgreSQL then may switch to a generic plan, which cannot see the bank id — so it cannot
+  use a partial index or the bank's row count, and a 300k-unit bank went from 0.2 s to 4.5 s
+  per call (issue 5, fault 17). A custom plan is planned with the bank id every time.
+- ``enable_sort = off``: the planner under-prices an exact scan of a bank whose rows are
+  scattered over the table (6,000 rows: 62 ms exact, chosen, vs 24 ms through the bank's
+  HNSW index, benchmarks/scale.py at 100k). With sorting a last resort, a bank that has its
+  own HNSW index is always read through it; a bank without one sorts as before (every plan
+  for it sorts, so the choice among them is unchanged).
+- ``max_parallel_workers_per_gather = 0``: the exact scan of a bank below the threshold is
+  a few thousand rows; parallel workers cost more than they save there (4,000 rows: 56 ms
+  with two workers, 15 ms without, at 1M units on 2 busy cores).
+- ``hnsw.iterative_scan = relaxed_order``: an HNSW scan followed by filters (layer,
+  superseded) keeps going until ``limit`` rows pass (pgvector ≥ 0.8).
+- ``hnsw.ef_search = 1000`` (pgvector's maximum): the candidate list of the graph walk. On the
+  300k-unit bank of benchmarks/scale.py, dense recall@10 against exact search was 0.89 at
+  ef_search 300–400, 0.98 at 800 and 0.99 at 1,000, for 37 → 48 ms (limit 300).
 """
 
 from __future__ import annotations
@@ -12,16 +34,27 @@ from psycopg import Connection
 from rcll.search.filters import unit_filter
 from rcll.search.models import Candidate, RecallQuery
 
+# Planner mode for the dense query; benchmarks/scale.py sets "auto" to show the plan flip.
+PLAN_CACHE_MODE = "force_custom_plan"
+EF_SEARCH = 1000
+
 
 def dense_candidates(conn: Connection, q: RecallQuery, bank_id: str, query_vec: np.ndarray, *,
                      model: str, limit: int, floor: float) -> list[Candidate]:
     """Up to ``limit`` units by cosine similarity to ``query_vec``, those below ``floor`` dropped.
 
     ``query_vec``: unit-norm float32 (dim,). Scores are cosine similarities in [-1, 1].
+    Must run inside a transaction (the settings above are transaction-local).
     """
     where, params = unit_filter(q, bank_id)
-    conn.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-                 "set_config('hnsw.ef_search', %s, true)", (str(max(40, min(limit, 1000))),))
+    prev = conn.execute(
+        "SELECT current_setting('enable_sort') AS enable_sort, "
+        "current_setting('max_parallel_workers_per_gather') AS par, "
+        "set_config('plan_cache_mode', %s, true), set_config('enable_sort', 'off', true), "
+        "set_config('max_parallel_workers_per_gather', '0', true), "
+        "set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+        "set_config('hnsw.ef_search', %s, true)",
+        (PLAN_CACHE_MODE, str(EF_SEARCH))).fetchone()
     rows = conn.execute(
         f"""SELECT id, score FROM (
               SELECT e.unit_id AS id, 1 - (e.embedding <=> %(qvec)s) AS score
@@ -33,4 +66,9 @@ def dense_candidates(conn: Connection, q: RecallQuery, bank_id: str, query_vec: 
             ORDER BY score DESC""",
         {**params, "qvec": query_vec, "model": model, "limit": limit, "floor": floor},
     ).fetchall()
+    # The other channels share the transaction: give them the planner back (on an error,
+    # the caller's savepoint rollback undoes every setting above).
+    conn.execute("SELECT set_config('enable_sort', %s, true), "
+                 "set_config('max_parallel_workers_per_gather', %s, true)",
+                 (prev["enable_sort"], prev["par"]))
     return [Candidate(str(r["id"]), i, float(r["score"])) for i, r in enumerate(rows, 1)]
