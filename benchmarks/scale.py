@@ -223,7 +223,7 @@ def paired_small_bank(s: Settings, names: dict, bank: str, qtexts, qvecs, rounds
     the load of a shared machine falls on both sides alike. p50/p95 per phase for each."""
     out = {"empty": {}, "full": {}}
     pools = {k: make_pool(db_url(s, names[k]), min_size=1, max_size=1, name=k) for k in out}
-    emb = _Handle(_FixedEmbedder(dict(zip(qtexts, qvecs))))
+    emb = _Handle(_FixedEmbedder(dict(zip(qtexts, qvecs, strict=True))))
     tok = TokenCounter(MODEL)
     try:
         ctxs = {}
@@ -333,7 +333,7 @@ def measure(s: Settings, name: str, banks: list[str], qtexts, qvecs, *, recall10
     url = db_url(s, name)
     pool = make_pool(url, min_size=1, max_size=1, name="bench")
     pool.open(wait=True)
-    ctx = RecallContext(pool=pool, embedder=_Handle(_FixedEmbedder(dict(zip(qtexts, qvecs)))),
+    ctx = RecallContext(pool=pool, embedder=_Handle(_FixedEmbedder(dict(zip(qtexts, qvecs, strict=True)))),
                         tokens=TokenCounter(MODEL))
     out: dict = {}
     try:

@@ -46,6 +46,11 @@ class Settings(BaseSettings):
     job_max_lease_expiries: int = Field(
         5, description="A job whose worker stopped this many times while running it (killed, "
         "out of memory) ends failed instead of being re-sent again.")
+    vector_index_min_units: int = Field(
+        5_000, description="Banks with at least this many vectors get their own HNSW index "
+        "(benchmarks/scale.py; smaller banks are searched exactly).")
+    vector_index_interval_s: float = Field(
+        300, description="How often beat runs the per-bank vector index maintenance.")
     job_sweep_interval_s: float = Field(
         10, description="How often the beat process runs the recovery sweep.")
     db_pool_timeout_s: float = Field(

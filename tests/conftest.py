@@ -44,6 +44,8 @@ def _settings(state_dir: Path) -> Settings:
         job_stale_after_s=4,
         job_queued_grace_s=2,
         job_sweep_interval_s=1,
+        vector_index_min_units=40,
+        vector_index_interval_s=3600,
         db_pool_timeout_s=2,
         api_port=free_port(),
         max_items_per_request=50,

@@ -7,7 +7,7 @@ from celery import Celery
 from kombu import Queue
 
 from rcll.config import Settings, get_settings
-from workers.queues import ROUTES, SWEEP_TASK, QueueNames
+from workers.queues import ROUTES, SWEEP_TASK, VECTOR_INDEX_TASK, QueueNames
 
 
 def make_celery(settings: Settings | None = None) -> Celery:
@@ -34,7 +34,11 @@ def make_celery(settings: Settings | None = None) -> Celery:
         beat_schedule={"sweep-jobs": {
             "task": SWEEP_TASK, "schedule": float(s.job_sweep_interval_s),
             "options": {"queue": QueueNames.MAINTENANCE,
-                        "expires": max(float(s.job_sweep_interval_s), 1.0)}}},
+                        "expires": max(float(s.job_sweep_interval_s), 1.0)}},
+            "vector-indexes": {
+                "task": VECTOR_INDEX_TASK, "schedule": float(s.vector_index_interval_s),
+                "options": {"queue": QueueNames.MAINTENANCE,
+                            "expires": max(float(s.vector_index_interval_s), 1.0)}}},
         worker_hijack_root_logger=False,
     )
     return app

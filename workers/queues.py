@@ -13,13 +13,15 @@ class QueueNames:
 
 
 SWEEP_TASK = "maintenance.sweep_jobs"  # the recovery sweep, scheduled by beat
+VECTOR_INDEX_TASK = "maintenance.vector_indexes"  # per-bank HNSW indexes, scheduled by beat
 
 
 def _routes() -> dict[str, dict[str, str]]:
     from rcll.retain.stages import STAGES
 
     return {**{stage.task_name: {"queue": stage.queue} for stage in STAGES},
-            SWEEP_TASK: {"queue": QueueNames.MAINTENANCE}}
+            SWEEP_TASK: {"queue": QueueNames.MAINTENANCE},
+            VECTOR_INDEX_TASK: {"queue": QueueNames.MAINTENANCE}}
 
 
 ROUTES = _routes()

@@ -12,8 +12,9 @@ from rcll.bootstrap import Services, bootstrap
 from rcll.db import is_transient
 from rcll.retain import lease, pipeline, recovery, stages
 from rcll.retain.stages import Stage
+from rcll.store import vector_index
 from workers.celery_app import app
-from workers.queues import SWEEP_TASK
+from workers.queues import SWEEP_TASK, VECTOR_INDEX_TASK
 
 log = logging.getLogger(__name__)
 _services: Services | None = None
@@ -94,3 +95,13 @@ def sweep_jobs(svc: Services, celery=None) -> list[str]:
 def sweep_jobs_task() -> int:
     """The beat-scheduled recovery sweep (queue ``maintenance``); returns how many it re-sent."""
     return len(sweep_jobs(services()))
+
+
+@app.task(name=VECTOR_INDEX_TASK, ignore_result=True)
+def vector_indexes_task() -> dict:
+    """Beat-scheduled (queue ``maintenance``): give banks of ``vector_index_min_units``
+    vectors or more their own HNSW index, drop deleted banks' ones
+    (:func:`rcll.store.vector_index.ensure_bank_indexes`). Returns what it did."""
+    s = services().settings
+    report = vector_index.ensure_bank_indexes(s.db_url, min_units=s.vector_index_min_units)
+    return {"created": report.created, "rebuilt": report.rebuilt, "dropped": report.dropped}

@@ -33,6 +33,7 @@ INDEX_PREFIX = "memory_embeddings_hnsw_b_"
 # (README "Recall at scale"), dense p50 on 2 busy cores: 2,000 vectors 7-8 ms exact, 4,000
 # 12-25 ms exact; 6,000-18,000 through their own HNSW index 10-24 ms (exact: 33-108 ms).
 DEFAULT_MIN_UNITS = 5_000
+LOCK_KEY = 0x72636C6C_7669  # "rcllvi": the advisory lock of ensure_bank_indexes
 
 
 def index_name(bank_id: str) -> str:
@@ -58,11 +59,16 @@ def ensure_bank_indexes(url: str, *, min_units: int = DEFAULT_MIN_UNITS,
     autocommit connection because ``CREATE INDEX CONCURRENTLY`` cannot run in a transaction.
     ``maintenance_work_mem`` should hold the biggest bank's graph (about 2 kB per 384-dim
     vector) or the build slows down several-fold (pgvector README, "Index build time").
-    HNSW parameters are pgvector's defaults (m=16, ef_construction=64). Idempotent; raises
+    HNSW parameters are pgvector's defaults (m=16, ef_construction=64). Idempotent; one run
+    at a time per database (a session advisory lock: a second caller returns an empty
+    report at once rather than drop an index the first one is building). Raises
     ``psycopg.Error`` when the database fails.
     """
     report = IndexReport()
     with psycopg.connect(url, autocommit=True) as conn:
+        if not conn.execute("SELECT pg_try_advisory_lock(%s)", (LOCK_KEY,)).fetchone()[0]:
+            log_fn("another ensure_bank_indexes run holds the lock; skipped")
+            return report
         conn.execute(sql.SQL("SET maintenance_work_mem = {}").format(sql.Literal(maintenance_work_mem)))
         conn.execute(sql.SQL("SET max_parallel_maintenance_workers = {}").format(
             sql.Literal(parallel_workers)))

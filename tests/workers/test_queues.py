@@ -22,3 +22,31 @@ def test_running_worker_consumes_all_queues(settings, worker):
 
 def test_migrations_have_a_single_head():
     assert len(heads()) == 1
+
+
+def test_vector_index_task_gives_a_big_bank_its_own_hnsw_index(client, services, settings, worker):
+    """Beat schedules the per-bank index maintenance on `maintenance`; run by the real worker,
+    it indexes a bank past `vector_index_min_units` (40 in tests) and leaves small ones exact."""
+    import time
+
+    from rcll.store.vector_index import bank_index_names, index_name
+    from workers.queues import VECTOR_INDEX_TASK
+
+    app = make_celery(settings)
+    assert {e["task"] for e in app.conf.beat_schedule.values()} >= {VECTOR_INDEX_TASK}
+    items = [{"content": f"Zed: ticket {i} closed after the {i}th rollback drill.",
+              "document_id": f"z{i}"} for i in range(45)]
+    assert client.post("/v1/default/banks/vi-big/memories",
+                       json={"items": items, "async": False}).status_code == 200
+    client.post("/v1/default/banks/vi-small/memories",
+                json={"items": items[:5], "async": False})
+    app.send_task(VECTOR_INDEX_TASK, queue=ROUTES[VECTOR_INDEX_TASK]["queue"])
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        with services.pool.connection() as conn:
+            names = bank_index_names(conn)
+        if index_name("vi-big") in names:
+            break
+        time.sleep(0.3)
+    assert index_name("vi-big") in names
+    assert index_name("vi-small") not in names
