@@ -16,7 +16,10 @@
    paid for every other bank's postings. The index is now ``(bank_id, tsv)`` (btree_gin),
    so a bank's full-text lookups read that bank's postings only.
 3. ``tsv_len``: each unit's lexeme count (BM25's document length), stored so neither the
-   bank statistics nor the scoring recompute ``length(tsv)``.
+   bank statistics nor the scoring recompute ``length(tsv)``; ``memory_units_bank_live``
+   covers a bank's live units in id order with the columns recall filters by and
+   ``tsv_len``, so the bank's unit count, average length and a uniform sample (ids are
+   random v4 UUIDs) are read from the index.
 
 Revision ID: 0006
 Revises: 0003
@@ -83,6 +86,9 @@ def upgrade() -> None:
         ALTER TABLE memory_units ADD COLUMN tsv_len integer
             GENERATED ALWAYS AS (length(rcll_lex_tsvector(text))) STORED;
         CREATE INDEX memory_units_bank_tsv ON memory_units USING gin (bank_id, tsv);
+        CREATE INDEX memory_units_bank_live ON memory_units (bank_id, id)
+            INCLUDE (layer, room, hall, tsv_len)
+            WHERE superseded_by_id IS NULL AND invalidated_reason IS NULL;
         """
     )
 
@@ -90,7 +96,7 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.execute(
         """
-        DROP INDEX IF EXISTS memory_units_bank_tsv;
+        DROP INDEX IF EXISTS memory_units_bank_tsv, memory_units_bank_live;
         ALTER TABLE memory_units DROP COLUMN tsv_len;
         ALTER TABLE memory_units ALTER COLUMN tsv
             SET EXPRESSION AS (to_tsvector('english'::regconfig, text));
