@@ -82,9 +82,10 @@ def upgrade() -> None:
     op.execute(
         """
         DROP INDEX IF EXISTS memory_units_tsv;
-        ALTER TABLE memory_units ALTER COLUMN tsv SET EXPRESSION AS (rcll_lex_tsvector(text));
-        ALTER TABLE memory_units ADD COLUMN tsv_len integer
-            GENERATED ALWAYS AS (length(rcll_lex_tsvector(text))) STORED;
+        -- one statement, one table rewrite
+        ALTER TABLE memory_units
+            ALTER COLUMN tsv SET EXPRESSION AS (rcll_lex_tsvector(text)),
+            ADD COLUMN tsv_len integer GENERATED ALWAYS AS (length(rcll_lex_tsvector(text))) STORED;
         CREATE INDEX memory_units_bank_tsv ON memory_units USING gin (bank_id, tsv);
         CREATE INDEX memory_units_bank_live ON memory_units (bank_id, id)
             INCLUDE (layer, room, hall, tsv_len)
