@@ -14,8 +14,12 @@ exact BM25, kept here as the baseline. Phase ``after``: the bank-leading index o
 0006 and ``rcll.search.lexical.lexical_candidates``. Times are client-side around one call
 on the same machine (PostgreSQL on loopback), after one warm-up pass::
 
-    python benchmarks/lexical_scale.py --scale 0.1      # ~45k units, a minute or two
-    python benchmarks/lexical_scale.py                  # 400k + 10k units
+    PYTHONPATH=. python benchmarks/lexical_scale.py --scale 0.1   # ~50k units, a minute or two
+    PYTHONPATH=. python benchmarks/lexical_scale.py               # 410k units, ~15 min
+
+(``PYTHONPATH=.``: this checkout's ``rcll``, not an installed one.) Both phases run on the
+schema of migration 0006 (``tsv`` with n-grams, the covering ``memory_units_bank_live``
+index); only the full-text index and the query differ. ``--reuse`` skips the build.
 """
 
 from __future__ import annotations

@@ -18,8 +18,9 @@ rarest term is always kept. The absolute floor keeps small banks' distinctive wo
 
 Bounded scoring: the kept terms are taken rarest first while their document frequencies add
 up to at most ``score_budget`` postings; only units holding one of those terms are scored
-(with every kept term). When all kept terms fit — every bank below ``score_budget`` units
-and most queries in bigger ones — this is exact BM25; otherwise units that only hold the
+(with every kept term). When all kept terms fit — always in banks under ~1,000 units (a
+kept term is in < 15 % of them), and for most queries in bigger ones — this is exact BM25;
+otherwise units that only hold the
 commonest terms are not candidates (a max-score/WAND-style bound: Turtle & Flood 1995,
 "Query evaluation: strategies and optimizations"), which keeps a 300k-unit bank's cost at
 a few thousand rows instead of every match.
