@@ -189,8 +189,10 @@ def main() -> None:
         [r for r in locomo if r["sample_id"] == "conv-26"], args.queries)]
     big_q = [RecallQuery(query=r["question"], channels="lexical")
              for r in rng.sample(locomo, args.queries)]
-    cases = [("500-unit bank", "small-00", small_q), ("100k bank", "big-100k", big_q),
-             ("300k bank", "big-300k", big_q)]
+    size = {r["bank_id"]: r["n"] for r in conn.execute(
+        "SELECT bank_id, count(*) AS n FROM memory_units GROUP BY 1").fetchall()}
+    cases = [(f"{size[b]}-unit bank", b, qs) for b, qs in
+             (("small-00", small_q), ("big-100k", big_q), ("big-300k", big_q))]
 
     def index(kind: str) -> None:
         t = time.perf_counter()
@@ -212,7 +214,7 @@ def main() -> None:
             ms, ids = timed(conn, fn, qs, bank)
             conn.rollback()
             res[(phase, label)] = (ms, ids)
-            log(f"{phase:6} {label:14} p50 {statistics.median(ms):8.1f} ms  "
+            log(f"{phase:6} {label:18} p50 {statistics.median(ms):8.1f} ms  "
                 f"p95 {pct(ms, 95):8.1f} ms")
     print(f"\nlexical channel, {total} units in the database, {args.queries} LoCoMo questions "
           "per bank, limit 300")
