@@ -89,12 +89,12 @@ def old_lexical(conn, q: RecallQuery, bank_id: str, *, limit: int, df_cutoff: fl
         {**params, "terms": kept, "idf": idf, "tsq": _tsquery(kept), "k1": K1, "k1p1": K1 + 1,
          "b": B, "avgdl": avgdl, "limit": limit},
     ).fetchall()
-    return [str(r["id"]) for r in rows]
+    return [(str(r["id"]), float(r["score"])) for r in rows]
 
 
 def new_lexical(conn, q, bank_id, *, limit, df_cutoff):
     cands, _ = lexical_candidates(conn, q, bank_id, limit=limit, df_cutoff=df_cutoff)
-    return [c.unit_id for c in cands]
+    return [(c.unit_id, c.score) for c in cands]
 
 
 def build(conn, scale: float, log) -> dict[str, int]:
@@ -142,7 +142,7 @@ def build(conn, scale: float, log) -> dict[str, int]:
 
 
 def timed(conn, fn, queries, bank):
-    """Per-query ms and result ids (one warm-up call per query first)."""
+    """Per-query ms and ``[(unit id, score)]`` (one warm-up call per query first)."""
     ms, out = [], []
     for q in queries:
         fn(conn, q, bank, limit=300, df_cutoff=0.15)
@@ -218,16 +218,23 @@ def main() -> None:
                 f"p95 {pct(ms, 95):8.1f} ms")
     print(f"\nlexical channel, {total} units in the database, {args.queries} LoCoMo questions "
           "per bank, limit 300")
-    print(f"| bank | before p50 / p95 ms | after p50 / p95 ms | overlap@10 vs exact |")
-    print("|---|---|---|---|")
+    print("| bank | before p50 / p95 ms | after p50 / p95 ms | overlap@10 vs exact "
+          "| exact BM25 score of the top 10 |")
+    print("|---|---|---|---|---|")
     for label, _, _ in cases:
-        (bm, bids), (am, aids) = res[("before", label)], res[("after", label)]
-        ov = [len(set(a[:10]) & set(b[:10])) / max(1, min(10, len(b)))
-              for a, b in zip(aids, bids) if b]
+        (bm, bres), (am, ares) = res[("before", label)], res[("after", label)]
+        ov, mass = [], []
+        for a, b in zip(ares, bres, strict=True):
+            if not b:
+                continue
+            top = {u for u, _ in b[:10]}
+            ov.append(len({u for u, _ in a[:10]} & top) / len(top))
+            exact = dict(b)
+            mass.append(sum(exact.get(u, 0.0) for u, _ in a[:10]) / sum(s for _, s in b[:10]))
         print(f"| {label} | {statistics.median(bm):.1f} / {pct(bm, 95):.1f} | "
               f"{statistics.median(am):.1f} / {pct(am, 95):.1f} | "
-              f"{statistics.mean(ov) if ov else float('nan'):.3f} |")
-
+              f"{statistics.mean(ov) if ov else float('nan'):.3f} | "
+              f"{statistics.mean(mass) if mass else float('nan'):.3f} |")
 
 if __name__ == "__main__":
     main()

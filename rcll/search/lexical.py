@@ -74,7 +74,7 @@ def _tsquery(terms: list[str]) -> str:
 def _doc_freqs(conn: Connection, where: str, params: dict, terms: list[str],
                cap: int | None) -> dict[str, int]:
     """Units of the bank (after ``where``) holding each term; counting stops at ``cap``."""
-    inner = "SELECT 1 FROM memory_units u WHERE {w} AND u.tsv @@ t.q::tsquery".format(w=where)
+    inner = f"SELECT 1 FROM memory_units u WHERE {where} AND u.tsv @@ t.q::tsquery"
     if cap is not None:
         inner += " LIMIT %(cap)s"
     rows = conn.execute(
