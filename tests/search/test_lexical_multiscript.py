@@ -110,10 +110,22 @@ def test_unsegmented_and_mixed_scripts_rank_target_first(client, case):
 
 
 def test_english_lexemes_unchanged(services):
+    """Plain English (ASCII punctuation, accented Latin letters) indexes exactly as before."""
     with services.pool.connection() as conn:
         for text in ["Caroline: I adopted a puppy from the shelter last Friday!",
-                     "Naïve café owners' résumés — 10am, e-mail: a@b.com, 3.14 km"]:
+                     "Naïve café owners' résumés - 10am, e-mail: a@b.com, 3.14 km"]:
             a, b = conn.execute(
                 "SELECT rcll_lex_tsvector(%(t)s)::text, to_tsvector('english', %(t)s)::text",
                 {"t": text}).fetchone().values()
             assert a == b
+
+
+def test_typographic_punctuation_and_emoji_do_not_glue_words(services):
+    """The C-locale parser took every non-ASCII character for a letter: an em dash, a curly
+    quote or an emoji glued its neighbours into one unfindable lexeme."""
+    with services.pool.connection() as conn:
+        got = conn.execute(
+            "SELECT array_agg(lexeme ORDER BY lexeme) AS l FROM unnest(rcll_lex_tsvector(%s))",
+            ("Thanks—see you at the “retro” party 🎉great\u00a0news…really",),
+        ).fetchone()["l"]
+    assert got == ["great", "news", "parti", "realli", "retro", "see", "thank"]

@@ -3,7 +3,8 @@
 1. ``to_tsvector('english')`` has no segmenter for scripts written without spaces: in the
    C-locale database every non-ASCII character is a letter, so a Chinese sentence (with its
    punctuation and any glued English word) became one lexeme. ``tsv`` now holds
-   * the English lexemes of the text with those runs blanked out, and
+   * the English lexemes of the text with those runs (and typographic punctuation and
+     emoji, which the C-locale parser also glued to words) blanked out, and
    * for every run of Han, kana, Hangul, Thai, Lao, Khmer or Myanmar characters its character
      unigrams and bigrams (``rcll_cjk_grams``), the segmentation-free indexing of CJK used
      by Lucene's ``CJKBigramFilter`` / Elasticsearch's ``cjk`` analyzer (Kwok 1997,
@@ -39,9 +40,15 @@ depends_on = None
 SCRIPT_RUN = (r"[\u0E00-\u0EFF\u1000-\u109F\u1780-\u17FF\u1100-\u11FF\u2E80-\u2FDF"
               r"\u3040-\u31FF\u3400-\u4DBF\u4E00-\u9FFF\uA960-\uA97F\uAC00-\uD7FF"
               r"\uF900-\uFAFF\uFF66-\uFF9F\U00020000-\U0002FA1F]+")
-# Blanked before the English parser: the runs above plus CJK punctuation and full-width
-# forms, which the C-locale parser would otherwise glue to neighbouring words.
-NON_ENGLISH = (SCRIPT_RUN[:-2] + r"\u3000-\u303F\uFE30-\uFE4F\uFF00-\uFF65\uFFA0-\uFFEF]+")
+# Blanked before the English parser: the runs above, CJK punctuation and full-width forms,
+# and the typographic punctuation and symbols of other text — no-break space, Latin-1
+# punctuation (not the letters ª µ º), general punctuation (dashes, curly quotes, ellipsis,
+# zero-width joiner), arrows..dingbats, variation selectors, emoji. The C-locale parser
+# takes every non-ASCII character for a letter and would glue them to neighbouring words
+# ("thanks—see", "great🎉" were one lexeme each).
+NON_ENGLISH = (SCRIPT_RUN[:-2] + r"\u3000-\u303F\uFE30-\uFE4F\uFF00-\uFF65\uFFA0-\uFFEF"
+               r"\u00A0-\u00A9\u00AB-\u00B4\u00B6-\u00B9\u00BB-\u00BF\u00D7\u00F7"
+               r"\u2000-\u206F\u2190-\u2BFF\uFE00-\uFE0F\U0001F000-\U0001FAFF]+")
 
 FUNCTIONS = f"""
 CREATE EXTENSION IF NOT EXISTS btree_gin;
