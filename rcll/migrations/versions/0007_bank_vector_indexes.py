@@ -13,13 +13,13 @@ instead of touching (and logging a full-page image of) a random leaf per row: em
 writes into a new bank at 1M units went from 0.65x to 0.83x the rate at 10k units.
 
 Revision ID: 0007
-Revises: 0005
+Revises: 0006
 """
 
 from alembic import op
 
 revision = "0007"
-down_revision = "0005"
+down_revision = "0006"
 branch_labels = None
 depends_on = None
 
