@@ -107,12 +107,17 @@ def client(app):
 
 
 def wait_job(client, bank_id: str, op_id: str, timeout_s: float = 120) -> dict:
-    """Poll an operation until it ends; fail the test on timeout."""
+    """Poll an operation until it ends; fail the test on timeout. A 503 (the database is away
+    in an outage test) is polled again, as a client honouring ``Retry-After`` would."""
     deadline = time.monotonic() + timeout_s
+    op = None
     while time.monotonic() < deadline:
-        op = client.get(f"/v1/default/banks/{bank_id}/operations/{op_id}").get_json()
-        if op["status"] in ("succeeded", "failed", "partial"):
-            return op
+        resp = client.get(f"/v1/default/banks/{bank_id}/operations/{op_id}")
+        if resp.status_code != 503:
+            op = resp.get_json()
+            assert resp.status_code == 200, op
+            if op["status"] in ("succeeded", "failed", "partial"):
+                return op
         time.sleep(0.2)
     raise AssertionError(f"operation {op_id} did not finish: {op}")
 
