@@ -35,10 +35,6 @@ class Plan:
     skipped: list[Skipped] = field(default_factory=list)
 
 
-class InputError(Exception):
-    """A JSONL line that is not JSON (the whole ingest stops: the file is malformed)."""
-
-
 def _read_text(f: Path) -> str:
     """The file as UTF-8 text. Raises ``ValueError`` for binary or non-UTF-8 content and
     ``OSError`` when unreadable."""
@@ -52,30 +48,32 @@ def _read_text(f: Path) -> str:
 
 
 def read_paths(paths: tuple[str, ...] | list[str]) -> Plan:
-    """Items from files and folders: ``.txt``/``.md`` files (one item each) and ``.jsonl``
-    item files; other files in folders are ignored. Raises :class:`InputError` for a named
-    file of another type or a JSONL line that is not JSON."""
+    """Items from files and folders: ``.txt``/``.md``/``.markdown`` files (one item each) and
+    ``.jsonl`` item files (suffixes in any case). Everything that cannot be taken is listed
+    in ``plan.skipped`` with its reason, never silently dropped and never fatal: a file of
+    another type, a binary, non-UTF-8, unreadable or empty file, a JSONL line that is not a
+    JSON object. Hidden files and folders (a name starting with ``.``, e.g. ``.git``) inside
+    a folder are not read. Raises nothing."""
     plan = Plan()
     for p in map(Path, paths):
-        files = sorted(f for f in p.rglob("*") if f.is_file()) if p.is_dir() else [p]
+        if p.is_dir():
+            files = sorted(f for f in p.rglob("*") if f.is_file()
+                           and not any(part.startswith(".") for part in f.relative_to(p).parts))
+        else:
+            files = [p]
         for f in files:
-            if f.suffix not in (*TEXT_SUFFIXES, ".jsonl"):
-                if not p.is_dir():
-                    raise InputError(f"{f}: unsupported file type (.txt, .md, .jsonl)")
+            suffix = f.suffix.lower()
+            if suffix not in (*TEXT_SUFFIXES, ".jsonl"):
+                plan.skipped.append(Skipped(str(f), "unsupported file type "
+                                                    "(.txt, .md, .markdown, .jsonl)"))
                 continue
             try:
                 text = _read_text(f)
             except (OSError, ValueError) as exc:
                 plan.skipped.append(Skipped(str(f), str(exc) or type(exc).__name__))
                 continue
-            if f.suffix == ".jsonl":
-                for n, line in enumerate(text.splitlines(), 1):
-                    if line.strip():
-                        try:
-                            plan.items.append(json.loads(line))
-                        except json.JSONDecodeError as exc:
-                            raise InputError(f"{f}:{n}: invalid JSON: {exc}") from None
-                        plan.sources.append(f"{f}:{n}")
+            if suffix == ".jsonl":
+                _read_jsonl(f, text, plan)
             elif not text.strip():
                 plan.skipped.append(Skipped(str(f), "empty file"))
             else:
@@ -83,6 +81,22 @@ def read_paths(paths: tuple[str, ...] | list[str]) -> Plan:
                                    "metadata": {"path": str(f)}})
                 plan.sources.append(str(f))
     return plan
+
+
+def _read_jsonl(f: Path, text: str, plan: Plan) -> None:
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            plan.skipped.append(Skipped(f"{f}:{n}", f"invalid JSON: {exc}"))
+            continue
+        if not isinstance(item, dict):
+            plan.skipped.append(Skipped(f"{f}:{n}", "not a JSON object (an item)"))
+            continue
+        plan.items.append(item)
+        plan.sources.append(f"{f}:{n}")
 
 
 def batches(items: list[dict], max_items: int, max_bytes: int = BATCH_BYTES) -> list[range]:

@@ -123,17 +123,15 @@ def beat() -> None:
 def ingest(paths: tuple[str, ...], bank: str, batch_size: int) -> None:
     """Retain text/markdown files, folders and JSONL item files; show progress until done.
 
-    Files that cannot be taken (binary, not UTF-8, refused by the server) are skipped and
-    listed at the end; the rest are ingested. Exit status 1 if anything was skipped or failed.
+    Files that cannot be taken (another type, binary, not UTF-8, a bad JSONL line, refused by
+    the server) are skipped and listed at the end; the rest are ingested. Hidden files and
+    folders inside a folder (``.git``) are not read. Exit status 1 if anything was skipped or failed.
     """
     from rich.progress import Progress
 
-    from rcll.cli.ingest import InputError, read_paths, submit
+    from rcll.cli.ingest import read_paths, submit
 
-    try:
-        plan = read_paths(paths)
-    except InputError as exc:
-        raise click.ClickException(str(exc))
+    plan = read_paths(paths)
     if not plan.items and not plan.skipped:
         raise click.ClickException("no .txt, .md or .jsonl input found")
     client = _client()

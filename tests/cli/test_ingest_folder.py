@@ -30,7 +30,7 @@ def folder(tmp_path_factory):
     (d / "big.txt").write_text("\n".join(lines) + "\nThe big file ends with the word zanzibar.\n")
     (d / "image.txt").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)))
     (d / "latin1.md").write_bytes("Caf\xe9 cr\xe8me, na\xefve r\xe9sum\xe9.".encode("latin-1"))
-    (d / "photo.png").write_bytes(b"\x89PNG\r\n")  # not a text suffix: ignored in a folder
+    (d / "photo.png").write_bytes(b"\x89PNG\r\n")  # not a text suffix: listed as skipped
     return d
 
 
@@ -54,7 +54,8 @@ def test_large_file_is_ingested_and_unreadable_files_are_skipped(monkeypatch, fo
         assert "6 items" in out
         assert f"{folder / 'image.txt'}: binary file" in out
         assert f"{folder / 'latin1.md'}: not UTF-8 text" in out
-        assert "skipped 2" in out
+        assert f"{folder / 'photo.png'}: unsupported file type" in out
+        assert "skipped 3" in out
         assert db_counts(services, bank)["documents"] == 6, out
         with services.pool.connection() as conn:
             rows = conn.execute(
@@ -75,7 +76,7 @@ def test_file_refused_by_the_server_is_skipped_and_the_rest_ingested(monkeypatch
     out = " ".join(result.output.split())
     assert result.exit_code == 1, out
     assert f"{folder / 'big.txt'}: item_too_large" in out
-    assert "skipped 3" in out and "5 items" in out
+    assert "skipped 4" in out and "5 items" in out
     assert db_counts(services, bank)["documents"] == 5
     # a changed file ingested again leaves exactly its latest version live
     (folder / "small-0.txt").write_text("Licence 0 now forbids copying module 0.\n")
@@ -86,3 +87,29 @@ def test_file_refused_by_the_server_is_skipped_and_the_rest_ingested(monkeypatch
                WHERE u.bank_id = %s AND d.document_id = %s AND u.invalidated_reason IS NULL""",
             (bank, str(folder / "small-0.txt"))).fetchall()
     assert [r["text"] for r in live] == ["Licence 0 now forbids copying module 0."]
+
+
+def test_every_file_that_cannot_be_taken_is_listed_never_dropped_or_fatal(tmp_path):
+    """Newcomer finding: a binary file without a text suffix was silently ignored in a
+    folder, and named on the command line it aborted the whole ingest."""
+    from rcll.cli.ingest import read_paths
+
+    d = tmp_path / "mixed"
+    (d / ".git").mkdir(parents=True)
+    (d / ".git" / "config").write_text("[core]\n")  # hidden: not read at all
+    (d / "note.txt").write_text("Ops: rotate the TLS certificates every 90 days.\n")
+    (d / "NOTES.MD").write_text("# Upper-case suffix\nStill a markdown file.\n")
+    (d / "blob.bin").write_bytes(bytes(range(256)))
+    (d / "items.jsonl").write_text('{"content": "one"}\nnot json\n[1, 2]\n{"content": "two"}\n')
+    named = tmp_path / "named.pdf"
+    named.write_bytes(b"%PDF-1.7")
+    plan = read_paths([str(d), str(named)])
+    assert sorted(plan.sources) == sorted([str(d / "note.txt"), str(d / "NOTES.MD"),
+                                           f"{d / 'items.jsonl'}:1", f"{d / 'items.jsonl'}:4"])
+    reasons = {s.source: s.reason for s in plan.skipped}
+    assert set(reasons) == {str(d / "blob.bin"), str(named), f"{d / 'items.jsonl'}:2",
+                            f"{d / 'items.jsonl'}:3"}
+    assert reasons[str(d / "blob.bin")].startswith("unsupported file type")
+    assert reasons[str(named)].startswith("unsupported file type")
+    assert reasons[f"{d / 'items.jsonl'}:2"].startswith("invalid JSON")
+    assert reasons[f"{d / 'items.jsonl'}:3"] == "not a JSON object (an item)"
