@@ -7,7 +7,9 @@ databases of one design: ``scale_<units>_<design>`` (the corpus), ``scale_10000_
 (insert-rate baseline) and ``scale_500_<design>`` (the 500-unit bank ``s0000`` alone: the
 "empty database" baseline). Corpus: benchmarks/scale_corpus.py (real sentences, vectors
 derived from real embeddings), loaded with binary COPY, secondary indexes built after the
-load. ``--reuse`` keeps a database that is already filled (a 1M build takes long).
+load. ``--reuse`` keeps a database that is already filled (a 1M build takes long) if it
+was built from the same migration files (``SCHEMA``); the 10k and 500-unit databases are
+reused on the same condition.
 
 Designs: ``bank`` (this tree: migrations to head, then the maintenance function
 ``rcll.store.vector_index.ensure_bank_indexes`` builds a partial HNSW index per bank of
@@ -26,6 +28,7 @@ empty database vs at full size — each beside its aim. JSON: benchmarks/results
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import statistics
 import sys
@@ -55,6 +58,11 @@ from rcll.search.recall import RecallContext, recall  # noqa: E402
 from rcll.store import embeddings, migrate, vector_index  # noqa: E402
 
 MODEL = "all-MiniLM-L6-v2"
+# Fingerprint of the migrations a database was built with: a corpus built at another schema
+# (alembic's head id alone does not tell: migrations were re-chained on merge) is rebuilt.
+SCHEMA = hashlib.sha1(b"".join(
+    p.read_bytes() for p in sorted((ROOT / "rcll" / "migrations" / "versions").glob("*.py"))
+)).hexdigest()[:12]
 STAMP = input_stamp(MODEL)
 AIMS = {"small_ratio": 1.5, "big_p50_ms": 150.0, "p95_over_p50": 3.0, "recall10": 0.95,
         "insert_ratio": 0.7}
@@ -88,7 +96,8 @@ def build(s: Settings, name: str, units: int, design: str, texts, tokens, base, 
     postgres.create_database(s, name, drop=True)
     url = db_url(s, name)
     migrate.upgrade(s, url)
-    meta: dict = {"units": units, "design": design, "hnsw_min_units": min_units}
+    meta: dict = {"units": units, "design": design, "hnsw_min_units": min_units,
+                  "schema": SCHEMA}
     t_all = time.perf_counter()
     with psycopg.connect(url) as conn:
         from pgvector.psycopg import register_vector
@@ -415,7 +424,8 @@ def main() -> None:
     metas = {}
     for key, name in names.items():
         meta = built_meta(s, name)
-        if meta and (args.reuse or key != "full") and meta.get("hnsw_min_units") == args.hnsw_min_units:
+        if (meta and (args.reuse or key != "full") and meta.get("hnsw_min_units") == args.hnsw_min_units
+                and meta.get("schema") == SCHEMA):
             log(f"reusing {name} (built in {meta['build_s']} s)")
         else:
             log(f"building {name} ({sizes[key]:,} units, design {args.design})")
