@@ -95,10 +95,6 @@ def wait_log(log_path: Path, since: int, marker: bytes, timeout_s: float, proc_a
     raise TimeoutError(f"not ready within {timeout_s:.0f}s; see {log_path}")
 
 
-def wait_worker(log_path: Path, since: int, timeout_s: float, proc_alive) -> None:
-    wait_log(log_path, since, b" ready.", timeout_s, proc_alive)
-
-
 def up(settings: Settings, *, api: bool = True, worker: bool = True, log=print) -> None:
     """Start what is not running yet: database (+ migrations), Redis, worker, API."""
     run_dir = settings.run_dir.resolve()
@@ -125,30 +121,28 @@ def up(settings: Settings, *, api: bool = True, worker: bool = True, log=print) 
 def start_worker(settings: Settings, env: dict | None = None, name: str = "worker",
                  log=print) -> int:
     """Start a Celery worker (idempotent per ``name``) and wait until it is ready."""
-    run_dir = settings.run_dir.resolve()
-    if processes.running_pid(run_dir, name):
-        return processes.running_pid(run_dir, name)
-    log_path = run_dir / f"{name}.log"
-    since = log_path.stat().st_size if log_path.exists() else 0
-    log(f"starting celery {name}")
-    pid = processes.start(run_dir, name, worker_cmd(settings, name=name),
-                          env=env or child_env(settings), cwd=REPO_ROOT)
-    wait_worker(log_path, since, 120, lambda: processes.running_pid(run_dir, name) is not None)
-    return pid
+    return _start_logged(settings, name, worker_cmd(settings, name=name), env, b" ready.",
+                         120, log)
 
 
 def start_beat(settings: Settings, env: dict | None = None, name: str = "beat",
                log=print) -> int:
     """Start Celery beat (idempotent per ``name``) and wait until it has started."""
+    return _start_logged(settings, name, beat_cmd(settings), env, b"beat: Starting", 60, log)
+
+
+def _start_logged(settings: Settings, name: str, cmd: list[str], env: dict | None,
+                  ready_marker: bytes, timeout_s: float, log) -> int:
+    """Start ``cmd`` as ``name`` unless it runs, then wait for ``ready_marker`` in its log.
+    Raises ``RuntimeError`` if it exits, ``TimeoutError`` after ``timeout_s``."""
     run_dir = settings.run_dir.resolve()
     if processes.running_pid(run_dir, name):
         return processes.running_pid(run_dir, name)
     log_path = run_dir / f"{name}.log"
     since = log_path.stat().st_size if log_path.exists() else 0
     log(f"starting celery {name}")
-    pid = processes.start(run_dir, name, beat_cmd(settings), env=env or child_env(settings),
-                          cwd=REPO_ROOT)
-    wait_log(log_path, since, b"beat: Starting", 60,
+    pid = processes.start(run_dir, name, cmd, env=env or child_env(settings), cwd=REPO_ROOT)
+    wait_log(log_path, since, ready_marker, timeout_s,
              lambda: processes.running_pid(run_dir, name) is not None)
     return pid
 
