@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import ConfigDict, Field, field_validator
 
 from rcll.hierarchy import Hall, Room
-from rcll.validation import TextModel, clean_text, json_value, utc_in_range
+from rcll.validation import TextModel, clean_text, is_blank, json_value, utc_in_range
 
 
 class RetainItem(TextModel):
@@ -33,7 +33,7 @@ class RetainItem(TextModel):
     @field_validator("content")
     @classmethod
     def _not_blank(cls, v: str) -> str:
-        if not v.strip():
+        if is_blank(v):
             raise ValueError("content must not be blank")
         return v
 

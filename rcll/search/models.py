@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import ConfigDict, Field, field_validator
 
 from rcll.hierarchy import Hall, Room
-from rcll.validation import TextModel, clean_text
+from rcll.validation import TextModel, clean_text, is_blank
 
 MAX_QUERY_CHARS = 2_000
 MAX_TOKENS_CAP = 1_000_000
@@ -39,7 +39,7 @@ class RecallQuery(TextModel):
     @field_validator("query")
     @classmethod
     def _not_blank(cls, v: str) -> str:
-        if not v.strip():
+        if is_blank(v):
             raise ValueError("query must not be blank")
         return clean_text(v)
 

@@ -14,7 +14,7 @@ from uuid import UUID
 from psycopg import Connection
 from psycopg.types.json import Jsonb
 
-from rcll.errors import JobNotFound
+from rcll.errors import JobNotFound, Rejected
 
 TERMINAL = ("succeeded", "failed", "partial")
 PUBLIC_COLUMNS = ("id, bank_id, kind, state, stage, counts, error, attempts, resends, "
@@ -23,21 +23,32 @@ PUBLIC_COLUMNS = ("id, bank_id, kind, state, stage, counts, error, attempts, res
 
 
 def create(conn: Connection, bank_id: str, kind: str, payload: list, counts: dict,
-           idempotency_key: str | None = None) -> tuple[dict, bool]:
-    """Insert a queued job; ``(job, created)``. An existing idempotency key returns its job."""
+           idempotency_key: str | None = None,
+           request_hash: str | None = None) -> tuple[dict, bool]:
+    """Insert a queued job; ``(job, created)``. An existing idempotency key returns its job
+    when ``request_hash`` matches the one stored with it; a different request under the same
+    key raises :class:`~rcll.errors.Rejected` ``409 idempotency_key_reused`` (the first
+    request's job stays as it was; the semantics of Stripe's and the IETF draft's
+    Idempotency-Key header)."""
     row = conn.execute(
-        f"""INSERT INTO jobs (bank_id, kind, payload, counts, idempotency_key)
-            VALUES (%s, %s, %s, %s, %s)
+        f"""INSERT INTO jobs (bank_id, kind, payload, counts, idempotency_key, request_hash)
+            VALUES (%s, %s, %s, %s, %s, %s)
             ON CONFLICT (bank_id, idempotency_key) DO NOTHING
             RETURNING {PUBLIC_COLUMNS}""",
-        (bank_id, kind, Jsonb(payload), Jsonb(counts), idempotency_key),
+        (bank_id, kind, Jsonb(payload), Jsonb(counts), idempotency_key, request_hash),
     ).fetchone()
     if row is not None:
         return row, True
     existing = conn.execute(
-        f"SELECT {PUBLIC_COLUMNS} FROM jobs WHERE bank_id = %s AND idempotency_key = %s",
+        f"""SELECT {PUBLIC_COLUMNS}, request_hash FROM jobs
+            WHERE bank_id = %s AND idempotency_key = %s""",
         (bank_id, idempotency_key),
     ).fetchone()
+    stored = existing.pop("request_hash")
+    if stored is not None and request_hash is not None and stored != request_hash:
+        raise Rejected(409, "idempotency_key_reused",
+                       "this Idempotency-Key was used for a different request; use a new key",
+                       {"operation_id": str(existing["id"])})
     return existing, False
 
 

@@ -1,5 +1,7 @@
 """Bad input gets a 4xx JSON error with a code, and nothing stored changes."""
 
+import json
+
 import pytest
 
 from tests.conftest import db_counts
@@ -124,3 +126,16 @@ def test_unknown_route_and_method(client):
 
 def test_get_recall_bad_integer(client, seeded):
     _error(client.get(f"/banks/{BANK}/recall?query=x&limit=ten"), 400, "invalid_request")
+
+
+@pytest.mark.parametrize("invisible", ["\u200b\u200b", "\ufeff", "\u2060 \u200d", "\u00a0\u3000"])
+def test_invisible_only_content_and_query_are_blank(client, services, invisible):
+    """Break-it finding: content of only zero-width characters or a byte-order mark was
+    stored (empty or one-symbol tsv) and a BOM query matched it."""
+    r = client.post("/v1/default/banks/invisible/memories",
+                    json={"items": [{"content": invisible}], "async": False})
+    assert r.status_code == 400 and r.get_json()["error"]["code"] == "invalid_request"
+    assert "blank" in json.dumps(r.get_json())
+    q = client.post("/v1/default/banks/invisible/memories/recall", json={"query": invisible})
+    assert q.status_code == 400 and q.get_json()["error"]["code"] == "invalid_request"
+    assert db_counts(services, "invisible")["units"] == 0

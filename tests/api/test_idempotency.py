@@ -70,3 +70,26 @@ def test_idempotency_key_is_one_check_with_one_code(client, services):
     a = client.post(url, json={**body, "idempotency_key": "same", "async": False}).get_json()
     b = client.post(url, json={**body, "async": False}, headers={"Idempotency-Key": "same"})
     assert b.get_json()["operation_id"] == a["operation_id"]
+
+
+def test_reused_key_with_a_different_body_is_409_and_stores_nothing(client, worker, services):
+    """Break-it finding: the same Idempotency-Key with another body answered 202 with the
+    first job, and the new content was silently dropped."""
+    bank = "idem-reuse"
+    url = f"/v1/default/banks/{bank}/memories"
+    first = {"items": [{"content": "idempotent item", "document_id": "d1"}], "async": False}
+    r1 = client.post(url, json=first, headers={"Idempotency-Key": "key-1"})
+    assert r1.status_code == 200
+    again = client.post(url, json=first, headers={"Idempotency-Key": "key-1"})
+    assert again.status_code == 200 and again.get_json()["operation_id"] == r1.get_json()["operation_id"]
+    other = {"items": [{"content": "DIFFERENT body", "document_id": "d1"}], "async": False}
+    r2 = client.post(url, json=other, headers={"Idempotency-Key": "key-1"})
+    assert r2.status_code == 409, r2.get_json()
+    err = r2.get_json()["error"]
+    assert err["code"] == "idempotency_key_reused"
+    assert err["details"]["operation_id"] == r1.get_json()["operation_id"]
+    with services.pool.connection() as conn:
+        texts = [r["text"] for r in conn.execute(
+            "SELECT text FROM memory_units WHERE bank_id = %s", (bank,)).fetchall()]
+    assert texts == ["idempotent item"]
+    assert db_counts(services, bank)["jobs"] == 1
