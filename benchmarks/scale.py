@@ -390,7 +390,8 @@ def main() -> None:
     ap.add_argument("--units", type=int, default=20_000, help="corpus size (20000, 100000, 1000000)")
     ap.add_argument("--design", choices=["bank", "global"], default="bank")
     ap.add_argument("--reuse", action="store_true", help="keep a filled corpus database")
-    ap.add_argument("--state-dir", default="/work/state-scale")
+    ap.add_argument("--state-dir", default=str(ROOT / ".rcll-bench" / "scale"),
+                    help="the bench PostgreSQL's data and logs (outside root's home folder)")
     ap.add_argument("--port", type=int, default=55437)
     ap.add_argument("--queries", type=int, default=40, help="queries per bank (≥ 30)")
     ap.add_argument("--base-k", type=int, default=4_000, help="distinct sentences embedded")

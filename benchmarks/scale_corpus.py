@@ -26,8 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
-DATA = DATA if DATA.exists() else Path("/work/shared/data")
+DATA = (Path(__file__).resolve().parents[1] / ".." / "shared" / "data").resolve()
 _SENT = re.compile(r"(?<=[.!?])\s+")
 NOISE_NORM = 0.3
 MIX = 0.3
