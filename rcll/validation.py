@@ -43,11 +43,6 @@ def is_blank(value: str) -> bool:
     return all(ch.isspace() or unicodedata.category(ch) in ("Cf", "Cc") for ch in value)
 
 
-def no_nul(value: str) -> str:
-    """Alias of :func:`clean_text` (kept for callers): no NUL, no lone surrogates."""
-    return clean_text(value)
-
-
 def check_strings(value: Any, path: str = "") -> None:
     """Apply :func:`clean_text` to every string in ``value`` (dict keys too, any depth).
     Raises ``ValueError`` naming the path of the first bad string."""
