@@ -33,21 +33,23 @@ def services() -> Services:
     return _services
 
 
-def _run(task, stage: str, fn, job_id: str):
+def _run(task, stage: Stage, job_id: str) -> Stage | None:
+    """Run ``stage`` and move the job on; returns the next stage to send, or ``None``."""
     ctx = services().retain_context()
     try:
-        return fn(ctx, job_id)
+        counts = stage.run(ctx, job_id)
+        return None if counts is None else stages.advance(ctx, job_id, stage, counts)
     except Exception as exc:
         if not is_transient(exc):
-            log.exception("%s failed for job %s", stage, job_id)
-            pipeline.fail(ctx, job_id, f"{stage}: {type(exc).__name__}: {exc}")
+            log.exception("%s failed for job %s", stage.name, job_id)
+            pipeline.fail(ctx, job_id, f"{stage.name}: {type(exc).__name__}: {exc}")
             raise
         delay = stages.retry_delay(task.request.retries)  # database away: wait and resume
         if delay is not None:
             log.warning("%s for job %s: database unavailable (%s); retry in %s s",
-                        stage, job_id, exc, delay)
+                        stage.name, job_id, exc, delay)
             raise task.retry(exc=exc, countdown=delay, max_retries=len(stages.RETRY_DELAYS_S))
-        pipeline.fail(ctx, job_id, f"{stage}: database unavailable: {exc}")
+        pipeline.fail(ctx, job_id, f"{stage.name}: database unavailable: {exc}")
         raise
 
 
@@ -63,13 +65,11 @@ def _register(stage: Stage):
             with lease.hold(svc.pool, job_id, stage.name, first=stage is stages.first(),
                             lease_s=s.job_stale_after_s,
                             owner=lease.new_owner(self.request.id)) as held:
-                result = _run(self, stage.name, stage.run, job_id) if held else None
+                nxt = _run(self, stage, job_id) if held else None
         except psycopg.OperationalError as exc:  # could not take or release the lease
             raise self.retry(exc=exc, countdown=2 ** min(self.request.retries, 5))
-        if result is not None:
-            nxt = stages.after(stage.name)
-            if nxt is not None:  # if this send is lost, the sweep re-sends after the grace
-                app.send_task(nxt.task_name, args=[job_id], queue=nxt.queue)
+        if nxt is not None:  # if this send is lost, the sweep re-sends after the grace
+            app.send_task(nxt.task_name, args=[job_id], queue=nxt.queue)
 
     task.__doc__ = f"Retain stage {stage.name!r} for a job id (queue {stage.queue!r})."
     return task

@@ -1,6 +1,7 @@
-"""Retain pipeline stages run by workers: extract (chunk mode) then embed.
+"""Retain pipeline stages run by workers: chunk (chunk, classify, store) and embed, and the
+job's end (:func:`finish_job`). The stage order is data in :mod:`rcll.retain.stages`.
 
-Both stages are idempotent: units are keyed on (bank, document, chunk hash) and embeddings on
+Stages are idempotent: units are keyed on (bank, document, chunk hash) and embeddings on
 (unit, model), so a redelivered or repeated job writes nothing twice. A stage re-reads its
 job and does nothing if the job is gone or already ended (STYLE §8).
 """
@@ -110,11 +111,11 @@ def _store_with_retry(ctx: RetainContext, bank_id: str, job_id: str, item: Retai
     raise AssertionError("unreachable")
 
 
-def run_extract(ctx: RetainContext, job_id: str) -> dict | None:
+def run_chunk(ctx: RetainContext, job_id: str) -> dict | None:
     """Chunk, classify and store every item of a job. Returns the counts, or ``None`` if the
     job is gone (bank deleted) or already ended. A failing item is counted and reported
     (``items_failed``, ``errors``) without losing the others; if every item fails the job
-    ends ``failed`` here, otherwise the caller runs the next stage.
+    ends ``failed`` here, otherwise the runner moves the job to the next stage.
 
     A database outage is not an item failure: a transient error (:func:`rcll.db.is_transient`)
     propagates so the task retries the stage, which replays the items idempotently.
@@ -122,7 +123,7 @@ def run_extract(ctx: RetainContext, job_id: str) -> dict | None:
     """
     with ctx.pool.connection() as conn:
         loaded = jobs.payload(conn, job_id)
-        if loaded is None or jobs.start(conn, job_id, "extract") is None:
+        if loaded is None or jobs.start(conn, job_id, "chunk") is None:
             return None
     job, raw_items = loaded
     bank_id = job["bank_id"]
@@ -157,16 +158,14 @@ def run_extract(ctx: RetainContext, job_id: str) -> dict | None:
         if raw_items and counts["items_failed"] == len(raw_items):
             jobs.finish(conn, job_id, "failed", counts, "; ".join(errors[:20]))
             return None
-        jobs.progress(conn, job_id, {**counts, "errors": errors[:20]}, stage="embed")
-    return counts
+    return {**counts, "errors": errors[:20]}
 
 
 def run_embed(ctx: RetainContext, job_id: str, batch: int = 256) -> dict | None:
-    """Embed the units a job created and end the job.
-
-    Ends ``succeeded``; ``partial`` when some items failed in extract or the embedder is
-    unavailable (units stay searchable lexically; ``rcll embeddings rebuild`` fills the gap).
-    """
+    """Embed the units a job created (chunks and derived units). Returns the counts, or
+    ``None`` when the job is gone or ended. An unavailable embedder is a job warning (the
+    job ends ``partial``; units stay searchable lexically and ``rcll embeddings rebuild``
+    fills the gap), not a failure."""
     with ctx.pool.connection() as conn:
         try:
             job = jobs.get(conn, job_id)
@@ -177,25 +176,35 @@ def run_embed(ctx: RetainContext, job_id: str, batch: int = 256) -> dict | None:
     counts = dict(job["counts"])
     embedder = ctx.embedder.get()
     if embedder is None:
-        with ctx.pool.connection() as conn:
-            jobs.finish(conn, job_id, "partial", counts,
-                        f"embedding skipped, embedder unavailable: {ctx.embedder.error}")
-        return counts
+        return {"warnings": [*counts.get("warnings", []),
+                             f"embedding skipped, embedder unavailable: {ctx.embedder.error}"]}
     done = int(counts.get("units_embedded", 0))
 
     def report(n: int) -> None:
         with ctx.pool.connection() as conn:
             jobs.progress(conn, job_id, {"units_embedded": done + n})
 
-    counts["units_embedded"] = done + embed_missing(ctx, job_id=job_id, batch=batch,
-                                                    on_batch=report)
-    errors = counts.get("errors") or []
+    return {"units_embedded": done + embed_missing(ctx, job_id=job_id, batch=batch,
+                                                    on_batch=report)}
+
+
+def finish_job(ctx: RetainContext, job_id: str, counts: dict | None = None) -> None:
+    """End a job after its last stage: ``partial`` when any stage recorded ``errors`` (items
+    that failed) or ``warnings`` (a step skipped, e.g. no embedder), with them as the
+    reason; ``succeeded`` otherwise. ``counts`` (the last stage's) are merged first."""
     with ctx.pool.connection() as conn:
-        if errors:
-            jobs.finish(conn, job_id, "partial", counts, "; ".join(errors))
+        try:
+            job = jobs.get(conn, job_id)
+        except Exception:
+            return
+        if job["state"] in jobs.TERMINAL:
+            return
+        final = {**job["counts"], **(counts or {})}
+        reasons = [*(final.get("errors") or []), *(final.get("warnings") or [])]
+        if reasons:
+            jobs.finish(conn, job_id, "partial", final, "; ".join(reasons)[:4000])
         else:
-            jobs.finish(conn, job_id, "succeeded", counts)
-    return counts
+            jobs.finish(conn, job_id, "succeeded", final)
 
 
 def embed_missing(ctx: RetainContext, *, job_id: str | None = None, bank_id: str | None = None,

@@ -2,8 +2,14 @@
 
 The Celery tasks (one per stage, named ``retain.<stage>``), the synchronous path and the
 recovery sweep all read this table, so adding a stage (entity resolution, consolidation) is
-one entry here. A stage function takes ``(RetainContext, job_id)`` and returns its counts, or
-``None`` when the job must not continue (gone, cancelled, ended or failed).
+one entry here. A stage function takes ``(RetainContext, job_id)`` and returns the counts to
+merge into the job, or ``None`` when the job must not continue (gone, ended or failed). The
+runner then moves the job on (:func:`advance`): to the next stage, or to its end
+(:func:`rcll.retain.pipeline.finish_job`) after the last one.
+
+Order: ``chunk`` (chunk, classify, store; queue ``extract``) → ``extract`` (LLM facts; a no-op
+in chunk mode) → ``entities`` (deterministic + LLM entity names, resolution, entity and
+temporal links) → ``embed`` (queue ``embed``) → ``link`` (semantic links, after embedding).
 """
 
 from __future__ import annotations
@@ -30,9 +36,17 @@ class Stage:
         return f"retain.{self.name}"
 
 
+def _noop(ctx: RetainContext, job_id: str) -> dict | None:
+    """Placeholder for a stage not built yet: passes the job on unchanged."""
+    return {}
+
+
 STAGES: tuple[Stage, ...] = (
-    Stage("extract", "extract", pipeline.run_extract),
+    Stage("chunk", "extract", pipeline.run_chunk),
+    Stage("extract", "extract", _noop),
+    Stage("entities", "extract", _noop),
     Stage("embed", "embed", pipeline.run_embed),
+    Stage("link", "embed", _noop),
 )
 
 
@@ -68,6 +82,21 @@ def after(name: str) -> Stage | None:
     return STAGES[i + 1] if i + 1 < len(STAGES) else None
 
 
+def advance(ctx: RetainContext, job_id: str, stage: Stage, counts: dict) -> Stage | None:
+    """After ``stage`` returned ``counts``: merge them and set the job's stage to the next
+    one (returned, to be sent), or end the job after the last stage (returns ``None``).
+    Call it while holding the stage's lease."""
+    from rcll.store import jobs
+
+    nxt = after(stage.name)
+    if nxt is None:
+        pipeline.finish_job(ctx, job_id, counts)
+        return None
+    with ctx.pool.connection() as conn:
+        jobs.progress(conn, job_id, counts, stage=nxt.name)
+    return nxt
+
+
 def run_sync(ctx: RetainContext, job_id: str) -> None:
     """Run every stage in order in this process (the ``async: false`` path), each under a
     job lease (:mod:`rcll.retain.lease`) so the recovery sweep does not re-send it meanwhile."""
@@ -75,5 +104,8 @@ def run_sync(ctx: RetainContext, job_id: str) -> None:
 
     for stage in STAGES:
         with lease.hold(ctx.pool, job_id, stage.name, first=stage is STAGES[0]) as held:
-            if not held or stage.run(ctx, job_id) is None:
+            if not held:
+                return
+            counts = stage.run(ctx, job_id)
+            if counts is None or advance(ctx, job_id, stage, counts) is None:
                 return

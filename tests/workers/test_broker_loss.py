@@ -57,19 +57,22 @@ def test_redis_restart_does_not_strand_queued_jobs(client, services, settings, w
     assert db_counts(services, bank)["embeddings"] == 6
 
 
-def test_extract_finished_during_outage_gets_embed_resent_promptly(client, services, settings,
+def test_stage_finished_during_outage_gets_next_resent_promptly(client, services, settings,
                                                                     worker):
     bank = "outage-embed"
     with services.pool.connection() as conn:
         job, _ = submit_retain(conn, bank, [RetainItem(content="Rae: the DNS TTL is 300 s.",
                                                        document_id="dns")])
     job_id = str(job["id"])
-    # extract ran, then the broker was down when the embed step was to be sent
-    assert pipeline.run_extract(services.retain_context(), job_id) is not None
+    # the chunk stage ran, then the broker was down when the next stage was to be sent
+    ctx, first = services.retain_context(), stages.first()
+    counts = first.run(ctx, job_id)
+    assert counts is not None
+    nxt = stages.advance(ctx, job_id, first, counts)
     with services.pool.connection() as conn:
         conn.execute("UPDATE jobs SET updated_at = now() - interval '3 seconds' WHERE id = %s",
                      (job_id,))
-        assert jobs.get(conn, job_id)["stage"] == "embed"
+        assert jobs.get(conn, job_id)["stage"] == nxt.name == stages.STAGES[1].name
     resent = sweep_jobs(services, make_celery(settings))
     # a beat sweep may have re-sent it a moment earlier; either way it is not left waiting
     t = time.monotonic()
@@ -112,8 +115,8 @@ def test_dead_workers_job_is_resent_after_its_lease_expires(client, services, se
         job, _ = submit_retain(conn, bank, [RetainItem(content="Uma: the lease expired.",
                                                        document_id="gone")])
         job_id = str(job["id"])
-        assert jobs.acquire_lease(conn, job_id, "dead-worker", "extract", True, 30)
-        conn.execute("UPDATE jobs SET state = 'running', stage = 'extract', "
+        assert jobs.acquire_lease(conn, job_id, "dead-worker", "chunk", True, 30)
+        conn.execute("UPDATE jobs SET state = 'running', stage = 'chunk', "
                      "lease_until = now() - interval '1 second', "
                      "updated_at = now() - %s WHERE id = %s", (timedelta(seconds=40), job_id))
     op = wait_job(client, bank, job_id, timeout_s=30)
@@ -142,7 +145,7 @@ def test_job_that_keeps_killing_its_worker_ends_failed(client, services, setting
         job, _ = submit_retain(conn, bank, [RetainItem(content="Pia: a poison job.")])
         job_id = str(job["id"])
         # its worker died holding the lease as often as allowed but once
-        conn.execute("UPDATE jobs SET state = 'running', stage = 'extract', lease_owner = 'x', "
+        conn.execute("UPDATE jobs SET state = 'running', stage = 'chunk', lease_owner = 'x', "
                      "lease_until = now() - interval '1 second', lease_expiries = %s, "
                      "updated_at = now() - interval '1 hour' WHERE id = %s",
                      (settings.job_max_lease_expiries - 1, job_id))

@@ -17,7 +17,7 @@ def test_stale_running_job_is_re_enqueued(client, services, worker, settings):
         job, _ = submit_retain(conn, bank, [RetainItem(content="Ivy: the VPN certificate "
                                                        "expires in June.", document_id="v")])
         # as if a worker took it and died: running, no progress, no message in the queue
-        conn.execute("UPDATE jobs SET state = 'running', stage = 'extract', "
+        conn.execute("UPDATE jobs SET state = 'running', stage = 'chunk', "
                      "updated_at = now() - %s WHERE id = %s", (timedelta(hours=1), job["id"]))
     celery = make_celery(settings)
     first = sweep_jobs(services, celery)  # the beat process may have been a moment faster
