@@ -8,7 +8,7 @@ from datetime import timedelta
 
 from rcll.dev import processes, stack
 from rcll.dev import redis as dev_redis
-from rcll.retain import lease, pipeline, stages
+from rcll.retain import lease, stages
 from rcll.retain.models import RetainItem
 from rcll.retain.submit import submit_retain
 from rcll.store import jobs
