@@ -44,12 +44,14 @@ def _settings(args) -> Settings:
                     max_items_per_request=1000)
 
 
-def _run_variant(s: Settings, name: str, round_no: int, data: Path) -> dict:
+def _run_variant(s: Settings, name: str, round_no: int, data: Path, conversations: int) -> dict:
     env = stack.child_env(s)
     env["RCLL_RETAIN_SKIP_STAGES"] = VARIANTS[name]
     processes.stop(s.run_dir.resolve(), "worker")
     stack.start_worker(s, env, log=lambda *_: None)
     ds = load_locomo(data, bank_prefix=f"bench-{name}-{round_no}-")
+    if conversations:
+        ds.banks = dict(list(ds.banks.items())[:conversations])
     with RCLLClient(s.base_url, timeout=120) as client:
         for bank in ds.banks:
             client.delete_bank(bank)
@@ -77,6 +79,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "locomo"))
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--conversations", type=int, default=0,
+                    help="only the first N conversations (0 = all ten)")
     ap.add_argument("--state-dir", default=str(ROOT / ".rcll-bench" / "ingest"))
     ap.add_argument("--pg-port", type=int, default=54341)
     ap.add_argument("--redis-port", type=int, default=6391)
@@ -92,7 +96,7 @@ def main() -> None:
         for r in range(1, args.rounds + 1):
             order = ["baseline", "full"] if r % 2 else ["full", "baseline"]
             for name in order:
-                runs.append(_run_variant(s, name, r, Path(args.data)))
+                runs.append(_run_variant(s, name, r, Path(args.data), args.conversations))
     finally:
         stack.down(s, log=lambda *_: None)
     med = {v: statistics.median(x["units_per_s"] for x in runs if x["variant"] == v)
