@@ -100,10 +100,14 @@ def recall(ctx: RecallContext, bank_id: str, q: RecallQuery,
             t = time.perf_counter()
             top = fused[: min(len(fused), max(q.limit * 2, q.limit + 20))]
             rows = _hydrate(conn, [uid for uid, _ in top])
-        timings["hydrate"] = _ms(t)
+            timings["hydrate"] = _ms(t)
+            t = time.perf_counter()
+            ents = _entities(conn, list(rows))
+        timings["entities"] = _ms(t)
 
     ranks = {name: {c.unit_id: c for c in cands} for name, cands in ranked.items()}
-    ordered = [_render(rows[uid], uid, score, ranks) for uid, score in top if uid in rows]
+    ordered = [{**_render(rows[uid], uid, score, ranks), "entities": ents.get(uid, [])}
+               for uid, score in top if uid in rows]
     t = time.perf_counter()
     results, used = cut_to_budget(ordered, q.max_tokens, q.limit, ctx.tokens)
     timings["budget"] = _ms(t)
@@ -165,6 +169,21 @@ def _hydrate(conn, ids: list[str]) -> dict[str, dict]:
         (ids,),
     ).fetchall()
     return {str(r["id"]): r for r in rows}
+
+
+def _entities(conn, ids: list[str]) -> dict[str, list[dict]]:
+    """The entities each unit mentions, ``{unit_id: [{"id", "name"}, ...]}`` (by name), in
+    one query over ``unit_entities`` (its primary key leads with ``unit_id``)."""
+    if not ids:
+        return {}
+    out: dict[str, list[dict]] = {}
+    for r in conn.execute(
+            """SELECT ue.unit_id, e.id, e.name FROM unit_entities ue
+               JOIN entities e ON e.id = ue.entity_id
+               WHERE ue.unit_id = ANY(%s::uuid[]) ORDER BY ue.unit_id, e.name, e.id""",
+            (ids,)).fetchall():
+        out.setdefault(str(r["unit_id"]), []).append({"id": str(r["id"]), "name": r["name"]})
+    return out
 
 
 def _render(row: dict, uid: str, score: float, ranks: dict) -> dict:
