@@ -103,7 +103,8 @@ def scan(conn: Connection, bank_id: str, *, model: str, window: int = 500,
     # units still waiting for a vector keep the bank due: scanned up to just before them
     row = conn.execute(
         """INSERT INTO dedup_scans (bank_id, scanned_through, units_compared, proposals_added)
-           VALUES (%(b)s, coalesce(%(pending)s - interval '1 microsecond', %(newest)s, now()),
+           VALUES (%(b)s, coalesce(%(pending)s::timestamptz - interval '1 microsecond',
+                            %(newest)s::timestamptz, now()),
                    %(n)s, %(added)s)
            ON CONFLICT (bank_id) DO UPDATE SET scanned_through = EXCLUDED.scanned_through,
                scanned_at = now(), units_compared = EXCLUDED.units_compared,
