@@ -103,7 +103,7 @@ def recall(ctx: RecallContext, bank_id: str, q: RecallQuery,
             timings["hydrate"] = _ms(t)
             t = time.perf_counter()
             ents = _entities(conn, list(rows))
-        timings["entities"] = _ms(t)
+            timings["entities"] = _ms(t)
 
     ranks = {name: {c.unit_id: c for c in cands} for name, cands in ranked.items()}
     ordered = [{**_render(rows[uid], uid, score, ranks), "entities": ents.get(uid, [])}

@@ -107,3 +107,46 @@ def test_no_embedder_skips_the_stage_with_a_warning(client, services):
     counts = stages.by_name("link").run(ctx, job_id)
     assert len(counts["warnings"]) == 1
     assert counts["warnings"][0].startswith("semantic links skipped, embedder unavailable")
+
+
+def test_sql_knn_path_writes_the_links_the_in_memory_path_writes(client, services, monkeypatch):
+    """Banks above EXACT_MAX_VECTORS are linked by the SQL kNN; both searches are exact on a
+    small bank, so they must write the same links with the same weights."""
+    from rcll.retain import link_stage
+
+    bank = "links-paths"
+    items = [*ITEMS, {"content": "Zed: the pasta recipe needs 2 eggs, flour and some salt.",
+                      "document_id": "z2"},
+             {"content": "Kim: the Berlin office move happens in May after the audit.",
+              "document_id": "k3"}]
+    r = client.post(f"/v1/default/banks/{bank}/memories", json={"items": items, "async": False})
+    job_id = r.get_json()["operation_id"]
+    in_memory = _links(services, bank)
+    assert len(in_memory) >= 6
+    with services.pool.connection() as conn:
+        conn.execute("DELETE FROM memory_links WHERE bank_id = %s", (bank,))
+        conn.execute("UPDATE jobs SET state = 'running', stage = 'link' WHERE id = %s", (job_id,))
+    monkeypatch.setattr(link_stage, "EXACT_MAX_VECTORS", 0)
+    counts = stages.by_name("link").run(services.retain_context(), job_id)
+    assert counts["semantic_links"] == len(in_memory)
+    via_sql = _links(services, bank)
+    assert set(via_sql) == set(in_memory)
+    assert all(abs(via_sql[k] - in_memory[k]) < 1e-5 for k in in_memory)
+
+
+def test_top_k_pairs_is_exact():
+    import numpy as np
+
+    from rcll.retain.link_stage import top_k_pairs
+
+    rng = np.random.default_rng(3)
+    vecs = rng.standard_normal((50, 16)).astype(np.float32)
+    ids = [f"u{i}" for i in range(50)]
+    pairs = top_k_pairs(ids, vecs, [0, 7], top_k=3, min_cosine=-1.0)
+    unit = vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
+    for src in (0, 7):
+        sims = unit[src] @ unit.T
+        sims[src] = -np.inf
+        want = {ids[j] for j in np.argsort(-sims)[:3]}
+        assert {t for s, t, _ in pairs if s == ids[src]} == want
+    assert top_k_pairs(ids, vecs, [0], top_k=3, min_cosine=1.01) == []
