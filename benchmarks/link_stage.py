@@ -11,8 +11,9 @@ turns (one unit per turn, real all-MiniLM-L6-v2 vectors, cached in the state dir
   through the bank's own HNSW index as ``maintenance.vector_indexes`` would build it), beside
   the 99.4 units/s of chunk-mode ingest (README "Measured") as a share of its time;
 - one dedup scan (500 newest units) on the conv-41 bank;
-- recall p50 on the conv-41 bank (two entities per unit) without and with the entity
-  query of recall results, query vectors precomputed, alternating rounds.
+- recall p50 on the conv-41 bank (two entities per unit) without and with the entities of
+  recall results (rcll.search.recall._entities), query vectors precomputed, each query
+  run without then with, five rounds.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import psycopg
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -40,7 +40,7 @@ from rcll.retain import link_stage  # noqa: E402
 from rcll.retain.pipeline import RetainContext  # noqa: E402
 from rcll.search import recall as recall_mod  # noqa: E402
 from rcll.search.models import RecallQuery  # noqa: E402
-from rcll.store import dedup, migrate, vector_index  # noqa: E402
+from rcll.store import dedup, links, migrate, vector_index  # noqa: E402
 
 MODEL = "all-MiniLM-L6-v2"
 CHUNK_MODE_UNITS_PER_S = 99.4  # README "Measured": chunk-mode ingest of LoCoMo after issue 5
@@ -153,11 +153,15 @@ def main() -> None:
     link_stage.EXACT_MAX_VECTORS = 0  # force the SQL path
     out["link_conv41_sql_exact_scan"] = time_link(pool, ctx, "conv", jobs["conv"])
     vector_index.ensure_bank_indexes(s.db_url, min_units=5_000, log_fn=lambda *_: None)
-    out["link_all_locomo_sql_hnsw"] = time_link(pool, ctx, "all", jobs["all"])
-    hnsw = link_set(pool, "all")  # the links found through the graph that exact search finds too
-    out["link_all_locomo_sql_hnsw"]["links_also_exact"] = round(len(hnsw & exact) / max(len(exact), 1), 4)
+    for ef in (40, 100, 200):
+        links.LINK_EF_SEARCH = ef
+        key = f"link_all_locomo_sql_hnsw_ef{ef}"
+        out[key] = time_link(pool, ctx, "all", jobs["all"])
+        hnsw = link_set(pool, "all")  # links found through the graph that exact search finds too
+        out[key]["links_also_exact"] = round(len(hnsw & exact) / max(len(exact), 1), 4)
+    links.LINK_EF_SEARCH = 40
     link_stage.EXACT_MAX_VECTORS = 20_000
-    # a small job (one unit, as one retained turn) into the full bank, exact in memory
+    # a small job (one unit, as one retained turn) into the full bank: SQL through its index
     with pool.connection() as conn:
         conn.execute("UPDATE memory_units SET job_id = NULL WHERE bank_id = 'all'")
         one = conn.execute("INSERT INTO jobs (bank_id, kind, state, stage) VALUES ('all', "
@@ -186,28 +190,26 @@ def main() -> None:
                          (eid, n))
         conn.execute("ANALYZE")
     queries = [q.query for q in ds.questions if q.bank_id == conv][:40]
-    qemb = SentenceTransformerEmbedderOrCache(state, queries)
+    qemb = query_vectors(state, queries)
     rctx = recall_mod.RecallContext(pool=pool, embedder=_Handle(_Emb(qemb)),
                                     tokens=TokenCounter(MODEL))
     real = recall_mod._entities
     times: dict[str, list[float]] = {"without_entities": [], "with_entities": []}
-    n_ents, ent_ms = [], []
+    n_ents = []
     for q in queries[:3]:
         recall_mod.recall(rctx, "conv", RecallQuery(query=q))  # warm
-    for _ in range(3):
-        for key in times:
-            recall_mod._entities = real if key == "with_entities" else (lambda conn, ids: {})
-            for q in queries:
+    for _ in range(5):  # each query twice in a row, without then with: pairs share the load
+        for q in queries:
+            for key in times:
+                recall_mod._entities = real if key == "with_entities" else (lambda conn, ids: {})
                 t = time.perf_counter()
-                res = recall_mod.recall(rctx, "conv", RecallQuery(query=q, trace=True))
+                res = recall_mod.recall(rctx, "conv", RecallQuery(query=q))
                 times[key].append((time.perf_counter() - t) * 1000)
                 if key == "with_entities":
                     n_ents.append(sum(len(r["entities"]) for r in res.results))
-                    ent_ms.append(res.timings_ms["entities"])
     recall_mod._entities = real
     out["recall_p50_ms"] = {k: round(statistics.median(v), 2) for k, v in times.items()}
     out["recall_entities_per_answer"] = round(statistics.mean(n_ents), 1)
-    out["recall_entity_query_p50_ms"] = round(statistics.median(ent_ms), 2)
     print(json.dumps(out, indent=2))
     (ROOT / "benchmarks" / "results" / "link_stage.json").write_text(json.dumps(out, indent=2) + "\n")
     pool.close()
@@ -215,7 +217,7 @@ def main() -> None:
         postgres.stop(s, log=lambda *_: None)
 
 
-def SentenceTransformerEmbedderOrCache(state: Path, queries: list[str]) -> dict[str, np.ndarray]:  # noqa: N802
+def query_vectors(state: Path, queries: list[str]) -> dict[str, np.ndarray]:
     cache = state / "locomo_conv41_queries.json"
     if cache.exists():
         data = json.loads(cache.read_text())

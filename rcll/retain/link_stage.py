@@ -6,10 +6,11 @@ size of the bank (benchmarks/link_stage.py, figures in README "Semantic links an
 proposals"):
 
 - up to :data:`EXACT_MAX_VECTORS` vectors: exact, in memory — the bank's live vectors are
-  read once (binary), a matrix product per batch of the job's units, top-k by
+  read once (binary COPY), a matrix product per batch of the job's units, top-k by
   ``numpy.argpartition``, all links inserted in one statement;
-- above: a LATERAL kNN per batch of units in SQL (:func:`rcll.store.links.write_semantic`),
-  through the bank's own HNSW index.
+- above, or when the bank has its own HNSW index and the job is small (reading the bank
+  would cost more than one graph search per unit: :func:`use_sql`): a LATERAL kNN per
+  batch of units in SQL (:func:`rcll.store.links.write_semantic`) through that index.
 
 Defaults ``RCLL_SEMANTIC_LINK_TOP_K`` = 5 and ``RCLL_SEMANTIC_LINK_MIN_COSINE`` = 0.60, from
 the cosines of all-MiniLM-L6-v2 over three LoCoMo conversations (1,451 turns, one unit per
@@ -32,7 +33,7 @@ import logging
 import numpy as np
 
 from rcll.retain.pipeline import RetainContext
-from rcll.store import jobs, links
+from rcll.store import jobs, links, units
 
 log = logging.getLogger(__name__)
 BATCH = 128  # units per kNN statement (SQL path)
@@ -40,6 +41,20 @@ EXACT_BATCH = 512  # job units per matrix product: 512 × 20,000 float32 = 41 MB
 # Banks up to this many vectors are searched exactly in memory: 20,000 × 384 float32 = 31 MB
 # read per job. Above it the bank has (or soon gets) its own HNSW index, searched in SQL.
 EXACT_MAX_VECTORS = 20_000
+# Measured by benchmarks/link_stage.py on all of LoCoMo in one bank (5,882 vectors, 2 busy
+# cores): a kNN through the bank's HNSW index costs ~2 ms per unit (ef_search 40: 554
+# units/s), reading the bank's vectors for the in-memory search ~25 µs per vector.
+HNSW_S_PER_UNIT = 0.002
+READ_S_PER_VECTOR = 0.000025
+
+
+def use_sql(n_bank: int, n_job: int, bank_indexed: bool) -> bool:
+    """Whether to link a job of ``n_job`` units in a bank of ``n_bank`` vectors with the SQL
+    kNN (else in memory): a bank too big to read, or one with its own HNSW index when
+    ``n_job`` graph searches cost less than reading the bank."""
+    if n_bank > EXACT_MAX_VECTORS:
+        return True
+    return bank_indexed and n_job * HNSW_S_PER_UNIT < n_bank * READ_S_PER_VECTOR
 
 
 def top_k_pairs(ids: list[str], vecs: np.ndarray, rows: list[int], top_k: int,
@@ -86,11 +101,12 @@ def run_link(ctx: RetainContext, job_id: str, batch: int = BATCH) -> dict | None
                              f"semantic links skipped, embedder unavailable: {ctx.embedder.error}"]}
     model, bank_id = embedder.model_name, job["bank_id"]
     with ctx.pool.connection() as conn:
-        exact = links.bank_vector_count(conn, bank_id, model) <= EXACT_MAX_VECTORS
-    if exact:
-        out = _link_exact(ctx, job_id, bank_id, model)
-    else:
+        sql_knn = use_sql(links.bank_vector_count(conn, bank_id, model),
+                          units.count_for_job(conn, job_id), links.bank_has_hnsw(conn, bank_id))
+    if sql_knn:
         out = _link_sql(ctx, job_id, bank_id, model, batch)
+    else:
+        out = _link_exact(ctx, job_id, bank_id, model)
     if out is None:
         log.warning("link for job %s stopped: the job or its bank is gone", job_id)
         return None

@@ -11,10 +11,11 @@ from __future__ import annotations
 import numpy as np
 from psycopg import Connection, sql
 
-# HNSW candidate list for a big bank's kNN (pgvector's ``hnsw.ef_search``, default 40): top-5
-# of a bank of a few thousand units at ef 200 is what exact search returns (the dense
-# channel's figures, rcll.search.dense, show 0.98 recall@10 at 800 for limit 300).
-LINK_EF_SEARCH = 200
+# HNSW candidate list of a big bank's kNN (pgvector's ``hnsw.ef_search``; its default, 40):
+# on all of LoCoMo in one bank (5,882 vectors) 99.96% of the links it writes are those of an
+# exact search, at 554 units/s; ef 100: 99.97%, 472/s; ef 200: 99.98%, 344/s
+# (benchmarks/link_stage.py).
+LINK_EF_SEARCH = 40
 
 
 def write_semantic(conn: Connection, *, bank_id: str, unit_ids: list[str], model: str,
@@ -149,6 +150,15 @@ def insert_semantic(conn: Connection, bank_id: str, pairs: list[tuple[str, str, 
 def _array(items: list[str]) -> str:
     """A PostgreSQL array literal of uuid or number texts (no quoting needed for these)."""
     return "{" + ",".join(items) + "}"
+
+
+def bank_has_hnsw(conn: Connection, bank_id: str) -> bool:
+    """Whether ``bank_id`` has its own valid HNSW index (:mod:`rcll.store.vector_index`)."""
+    from rcll.store.vector_index import index_name
+
+    return conn.execute(
+        """SELECT 1 FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid
+           WHERE c.relname = %s AND i.indisvalid""", (index_name(bank_id),)).fetchone() is not None
 
 
 def add(conn: Connection, *, bank_id: str, from_unit: str, to_unit: str, link_type: str,
