@@ -80,7 +80,7 @@ class Settings(BaseSettings):
         "item; requests are bounded by max_request_bytes.")
     max_request_bytes: int = 64 * 1024 * 1024
     semantic_link_top_k: int = Field(
-        5, description="Semantic links per new unit: its k most similar live units of the bank.")
+        5, ge=0, description="Semantic links per new unit: its k most similar live units of the bank.")
     semantic_link_min_cosine: float = Field(
         0.60, description="Cosine floor of a semantic link (benchmarks/link_cosines.py: MiniLM "
         "on LoCoMo turns; README \"Semantic links and dedup proposals\").")

@@ -62,7 +62,7 @@ def top_k_pairs(ids: list[str], vecs: np.ndarray, rows: list[int], top_k: int,
     """For each row index in ``rows`` (the units to link), its ``top_k`` most similar other
     rows of ``vecs`` (n, dim; rows normalised here, so the dot product is the cosine) with
     cosine ≥ ``min_cosine``: ``(from id, to id, cosine)`` triples. Exact."""
-    if not rows or len(ids) < 2:
+    if not rows or len(ids) < 2 or top_k < 1:
         return []
     norms = np.linalg.norm(vecs, axis=1, keepdims=True)
     unit = vecs / np.maximum(norms, 1e-12)

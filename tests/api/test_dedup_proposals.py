@@ -119,6 +119,8 @@ def test_bad_decisions_are_4xx(client, services):
         assert (r.status_code, r.get_json()["error"]["code"]) == (status, code), (path, body)
     assert client.get(f"{url}?state=maybe").status_code == 400
     assert client.get("/v1/default/banks/no-such-bank/dedup-proposals").status_code == 404
+    r = client.post("/v1/default/banks/no-such-bank/dedup-proposals/scan")
+    assert r.status_code == 404 and r.get_json()["error"]["code"] == "bank_not_found"
     assert client.get(f"{url}?state=open").get_json()["total"] == 1  # still open, untouched
 
 
