@@ -38,8 +38,9 @@ def get(conn: Connection, bank_id: str, unit_id: str) -> dict:
     occurred_start/end, mentioned_at, created_at, metadata, tags, document_id, chunk_id,
     tokens) plus origin, confidence, revision, superseded_by_id, invalidated_reason,
     extraction_version; ``links`` (``{"direction": "out"|"in", "type", "weight",
-    "unit_id", "text"}``: the other unit and the first :data:`SHORT_TEXT` characters of its
-    text), ``entities`` (``{"id", "name", "mention"}``) and ``sources`` (the units it is
+    "unit_id", "text", "live"}``: the other unit, the first :data:`SHORT_TEXT` characters
+    of its text, and whether it is live — links are never edited, so they outlive a merge or
+    a replaced document), ``entities`` (``{"id", "name", "mention"}``) and ``sources`` (the units it is
     ``derived_from``: id, text, kind, document_id). A superseded or invalidated unit is
     still returned (history is readable). Raises :class:`UnitNotFound` (also when the unit
     belongs to another bank) and ``InvalidInput`` for a malformed id.
@@ -57,10 +58,12 @@ def get(conn: Connection, bank_id: str, unit_id: str) -> dict:
                            {"unit_id": uid, "bank_id": bank_id})
     links = conn.execute(
         """SELECT 'out' AS direction, l.type, l.weight, l.to_unit AS other,
-                  left(o.text, %(n)s) AS text, l.created_at
+                  left(o.text, %(n)s) AS text,
+                  (o.superseded_by_id IS NULL AND o.invalidated_reason IS NULL) AS live
            FROM memory_links l JOIN memory_units o ON o.id = l.to_unit WHERE l.from_unit = %(u)s
            UNION ALL
-           SELECT 'in', l.type, l.weight, l.from_unit, left(o.text, %(n)s), l.created_at
+           SELECT 'in', l.type, l.weight, l.from_unit, left(o.text, %(n)s),
+                  (o.superseded_by_id IS NULL AND o.invalidated_reason IS NULL)
            FROM memory_links l JOIN memory_units o ON o.id = l.from_unit WHERE l.to_unit = %(u)s
            ORDER BY 1 DESC, 2, 3 DESC, 4""", {"u": uid, "n": SHORT_TEXT}).fetchall()
     entities = conn.execute(
@@ -86,7 +89,7 @@ def get(conn: Connection, bank_id: str, unit_id: str) -> dict:
         "extraction_version": u["extraction_version"],
         "links": [{"direction": r["direction"], "type": r["type"],
                    "weight": round(float(r["weight"]), 6), "unit_id": str(r["other"]),
-                   "text": r["text"]} for r in links],
+                   "text": r["text"], "live": r["live"]} for r in links],
         "entities": [{"id": str(r["id"]), "name": r["name"], "mention": r["mention"]}
                      for r in entities],
         "sources": [{"id": str(r["id"]), "text": r["text"], "kind": r["kind"],

@@ -56,6 +56,7 @@ def test_a_derived_unit_shows_its_sources_links_and_entities(client, services):
     by_type = {(x["direction"], x["type"]): x for x in chunk["links"]}
     assert by_type[("in", "derived_from")]["unit_id"] == ids["fact"]
     assert by_type[("in", "derived_from")]["text"] == "Maya adopted a grey cat named Pixel."
+    assert by_type[("in", "derived_from")]["live"] is True
     # the link stage linked the two chunks about Pixel both ways
     assert by_type[("out", "semantic")]["unit_id"] == ids["m2"]
     assert 0.6 <= by_type[("out", "semantic")]["weight"] <= 1.0
