@@ -68,7 +68,9 @@ class Services:
         s = self.settings
         return RetainContext(pool=self.pool, classifier=default_classifier(), tokens=self.tokens,
                              embedder=self.embedder, chunk_max_tokens=self.chunk_tokens,
-                             skip_stages=skip_stages(s.retain_skip_stages))
+                             skip_stages=skip_stages(s.retain_skip_stages),
+                             semantic_link_top_k=self.settings.semantic_link_top_k,
+                             semantic_link_min_cosine=self.settings.semantic_link_min_cosine)
 
     def retain_service(self, enqueue: Callable[[str, str], None]) -> RetainService:
         """The retain service over this process's pool, sending stages with ``enqueue``."""

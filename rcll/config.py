@@ -83,6 +83,18 @@ class Settings(BaseSettings):
         32_000_000, description="Characters per item: a whole document of tens of MB is one "
         "item; requests are bounded by max_request_bytes.")
     max_request_bytes: int = 64 * 1024 * 1024
+    semantic_link_top_k: int = Field(
+        5, ge=0, description="Semantic links per new unit: its k most similar live units of the bank.")
+    semantic_link_min_cosine: float = Field(
+        0.60, description="Cosine floor of a semantic link (benchmarks/link_cosines.py: MiniLM "
+        "on LoCoMo turns; README \"Semantic links and dedup proposals\").")
+
+    # --- consolidation --------------------------------------------------------------------
+    dedup_min_cosine: float = Field(
+        0.80, description="Cosine from which two units become a dedup proposal (spec §4.7).")
+    dedup_window: int = Field(500, description="Newest live units of a bank a dedup scan compares.")
+    dedup_scan_interval_s: float = Field(
+        300, description="How often beat enqueues dedup scans of banks with new units.")
 
     # --- read path ------------------------------------------------------------------------
     candidates_per_channel: int = 300

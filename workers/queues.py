@@ -14,6 +14,8 @@ class QueueNames:
 
 SWEEP_TASK = "maintenance.sweep_jobs"  # the recovery sweep, scheduled by beat
 VECTOR_INDEX_TASK = "maintenance.vector_indexes"  # per-bank HNSW indexes, scheduled by beat
+DEDUP_SWEEP_TASK = "consolidate.dedup_sweep"  # beat: enqueue dedup scans of banks with new units
+DEDUP_SCAN_TASK = "consolidate.dedup_scan"  # one bank's dedup scan (args: [bank_id])
 
 
 def _routes() -> dict[str, dict[str, str]]:
@@ -21,7 +23,9 @@ def _routes() -> dict[str, dict[str, str]]:
 
     return {**{stage.task_name: {"queue": stage.queue} for stage in STAGES},
             SWEEP_TASK: {"queue": QueueNames.MAINTENANCE},
-            VECTOR_INDEX_TASK: {"queue": QueueNames.MAINTENANCE}}
+            VECTOR_INDEX_TASK: {"queue": QueueNames.MAINTENANCE},
+            DEDUP_SWEEP_TASK: {"queue": QueueNames.CONSOLIDATE},
+            DEDUP_SCAN_TASK: {"queue": QueueNames.CONSOLIDATE}}
 
 
 ROUTES = _routes()

@@ -9,12 +9,14 @@ import psycopg
 from celery.signals import worker_process_init
 
 from rcll.bootstrap import Services, bootstrap
+from rcll.consolidate import dedup
 from rcll.db import is_transient
+from rcll.errors import BankNotFound
 from rcll.retain import lease, pipeline, recovery, stages
 from rcll.retain.stages import Stage
 from rcll.store import vector_index
 from workers.celery_app import app
-from workers.queues import SWEEP_TASK, VECTOR_INDEX_TASK
+from workers.queues import DEDUP_SCAN_TASK, DEDUP_SWEEP_TASK, SWEEP_TASK, VECTOR_INDEX_TASK, QueueNames
 
 log = logging.getLogger(__name__)
 _services: Services | None = None
@@ -105,3 +107,28 @@ def vector_indexes_task() -> dict:
     s = services().settings
     report = vector_index.ensure_bank_indexes(s.db_url, min_units=s.vector_index_min_units)
     return {"created": report.created, "rebuilt": report.rebuilt, "dropped": report.dropped}
+
+
+@app.task(name=DEDUP_SWEEP_TASK, ignore_result=True)
+def dedup_sweep_task() -> int:
+    """Beat-scheduled (queue ``consolidate``): enqueue ``consolidate.dedup_scan`` for every
+    bank with units created after its last scan. Returns how many it enqueued."""
+    due = dedup.banks_due(services().pool)
+    for bank_id in due:
+        app.send_task(DEDUP_SCAN_TASK, args=[bank_id], queue=QueueNames.CONSOLIDATE)
+    return len(due)
+
+
+@app.task(name=DEDUP_SCAN_TASK, bind=True, ignore_result=True, max_retries=5)
+def dedup_scan_task(self, bank_id: str) -> dict | None:
+    """One bank's dedup scan (:func:`rcll.consolidate.dedup.scan_bank`); a bank deleted
+    meanwhile is skipped, a database outage retried with backoff."""
+    svc = services()
+    try:
+        return dedup.scan_bank(svc.pool, bank_id, dedup.DedupSettings.from_settings(svc.settings))
+    except BankNotFound:
+        return None
+    except Exception as exc:
+        if is_transient(exc):
+            raise self.retry(exc=exc, countdown=2 ** min(self.request.retries, 5))
+        raise

@@ -42,6 +42,8 @@ class RetainContext:
     embedder: EmbedderHandle
     chunk_max_tokens: int = 512
     skip_stages: frozenset[str] = frozenset()
+    semantic_link_top_k: int = 5
+    semantic_link_min_cosine: float = 0.60
 
 
 def drafts_for(item: RetainItem, ctx: RetainContext) -> list[UnitDraft]:

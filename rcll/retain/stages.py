@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from rcll.retain import pipeline
+from rcll.retain import link_stage, pipeline
 from rcll.retain.pipeline import RetainContext
 
 
@@ -46,7 +46,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("extract", "extract", _noop),
     Stage("entities", "extract", _noop),
     Stage("embed", "embed", pipeline.run_embed),
-    Stage("link", "embed", _noop),
+    Stage("link", "embed", link_stage.run_link),
 )
 
 

@@ -1,0 +1,61 @@
+"""Dedup proposals: list, scan now, decide (``merge`` | ``keep``). Nothing merges silently."""
+
+from __future__ import annotations
+
+from flask import Blueprint, jsonify, request
+from pydantic import BaseModel, ConfigDict, Field
+
+from api.deps import json_body, services
+from api.errors import APIError
+from api.paging import page_body, page_params
+from api.schemas import check_bank_id
+from rcll.consolidate.dedup import DedupSettings, scan_bank
+from rcll.store import banks, dedup
+
+bp = Blueprint("dedup", __name__)
+PREFIX = "/v1/default/banks/<bank_id>/dedup-proposals"
+
+
+class DecideRequest(BaseModel):
+    """``POST …/dedup-proposals/{id}``: ``action`` merge | keep; ``keep_unit_id`` (merge
+    only, default the older unit); ``decided_by`` (free text, stored)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    action: str = Field(pattern="^(merge|keep)$")
+    keep_unit_id: str | None = Field(None, max_length=64)
+    decided_by: str | None = Field(None, max_length=200)
+
+
+@bp.get(PREFIX)
+def list_proposals(bank_id: str):
+    """One page of the bank's proposals, highest cosine first: ``?state=&limit=&offset=``."""
+    check_bank_id(bank_id)
+    state = request.args.get("state")
+    if state is not None and state not in dedup.STATES:
+        raise APIError(400, "invalid_request", f"state must be one of {', '.join(dedup.STATES)}",
+                       {"field": "state"})
+    limit, offset = page_params()
+    with services().pool.connection() as conn:
+        banks.get(conn, bank_id)
+        rows, total = dedup.list_page(conn, bank_id, state, limit, offset)
+    return jsonify(page_body("proposals", rows, limit, offset, total))
+
+
+@bp.post(f"{PREFIX}/scan")
+def scan_now(bank_id: str):
+    """Scan the bank now (synchronous, bounded to ``dedup_window`` units)."""
+    check_bank_id(bank_id)
+    svc = services()
+    return jsonify(scan_bank(svc.pool, bank_id, DedupSettings.from_settings(svc.settings)))
+
+
+@bp.post(f"{PREFIX}/<proposal_id>")
+def decide(bank_id: str, proposal_id: str):
+    """Decide one open proposal; 409 ``dedup_proposal_decided`` with its state if decided."""
+    check_bank_id(bank_id)
+    body = DecideRequest.model_validate(json_body())
+    with services().pool.connection() as conn:
+        out = dedup.decide(conn, bank_id, proposal_id, body.action, body.keep_unit_id,
+                           body.decided_by)
+    return jsonify(out)

@@ -1,0 +1,1 @@
+"""Consolidation (queue ``consolidate``, spec §4.7): background work over a bank's units."""

@@ -1,0 +1,246 @@
+"""Dedup proposals (spec §3, §4.7; claim 6: nothing is merged silently): the SQL.
+
+A scan (:func:`scan`) compares the vectors of the newest live units of a bank that a caller
+may see and stores each pair at or above a cosine floor as an ``open`` proposal
+(``unit_a < unit_b``; an existing pair, whatever its state, is left as it is). A person or an
+agent then decides each one (:func:`decide`): ``merge`` supersedes one unit by the other
+(history kept, nothing deleted), ``keep`` closes the proposal. ``dedup_scans`` (migration
+0013) remembers up to which creation time each bank was scanned (:func:`banks_due`).
+"""
+
+from __future__ import annotations
+
+import json
+from uuid import UUID
+
+from psycopg import Connection
+
+from rcll.errors import BankNotFound, InvalidInput, NotFound, Rejected
+from rcll.search.scope import CallerScope
+from rcll.store import links
+
+STATES = ("open", "merged", "kept")
+ACTIONS = ("merge", "keep")
+MERGED_REASON = "merged_duplicate"
+TEXT_PREVIEW = 200  # characters of each unit's text shown beside a proposal
+
+
+class ProposalNotFound(NotFound):
+    code = "dedup_proposal_not_found"
+
+
+def _uuid(value: str, field: str) -> str:
+    try:
+        return str(UUID(str(value)))
+    except ValueError:
+        raise InvalidInput(f"{field} must be a UUID", {"field": field, "value": str(value)})
+
+
+def scan_scope(bank_id: str) -> tuple[str, dict]:
+    """``(sql, params)`` of the units a dedup scan may compare, over alias ``u``.
+
+    Seam for permissions (spec §1.5, a later issue): today the bank's live units of every
+    layer whose audience is the whole bank (``audience = 'bank'``), i.e. what any caller of
+    the bank may see. When recall's :class:`~rcll.search.scope.CallerScope` learns members
+    and purposes, a scan per caller scope plugs in here.
+    """
+    where, params = CallerScope(bank_id=bank_id, layer_cap=3).where("u")
+    return f"{where} AND u.audience = 'bank'", params
+
+
+def lock_bank(conn: Connection, bank_id: str) -> None:
+    """Hold the bank row ``FOR SHARE`` for the transaction (a bank delete waits for the scan
+    or decision in flight). Raises :class:`BankNotFound`."""
+    if conn.execute("SELECT 1 FROM memory_banks WHERE id = %s FOR SHARE",
+                    (bank_id,)).fetchone() is None:
+        raise BankNotFound(f"bank {bank_id!r} does not exist", {"bank_id": bank_id})
+
+
+def scan(conn: Connection, bank_id: str, *, model: str, window: int = 500,
+         min_cosine: float = 0.80) -> dict:
+    """Store every pair among the ``window`` newest visible units of ``bank_id``
+    (:func:`scan_scope`) whose ``model`` vectors have cosine ≥ ``min_cosine`` as an open
+    proposal, and record the scan in ``dedup_scans``. Pairs joined by a ``derived_from``
+    link (a fact and the chunk it came from) are not duplicates and are skipped.
+
+    Run inside a transaction. Cost: ``window²/2`` vector comparisons in SQL (125k for 500).
+    Returns ``{"units_compared", "proposals_added", "scanned_through"}``; raises
+    :class:`BankNotFound`.
+    """
+    lock_bank(conn, bank_id)
+    # one scan per bank at a time: a second waits, then finds the pairs already stored
+    conn.execute("SELECT pg_advisory_xact_lock(hashtext('rcll-dedup'), hashtext(%s))", (bank_id,))
+    where, params = scan_scope(bank_id)
+    stats = conn.execute(
+        f"""WITH recent AS (
+                SELECT u.id, u.created_at FROM memory_units u WHERE {where}
+                ORDER BY u.created_at DESC, u.id DESC LIMIT %(window)s)
+            SELECT count(*) AS n, count(e.unit_id) AS with_vector,
+                   max(r.created_at) AS newest,
+                   min(r.created_at) FILTER (WHERE e.unit_id IS NULL) AS oldest_pending
+            FROM recent r LEFT JOIN memory_embeddings e
+              ON e.unit_id = r.id AND e.model = %(model)s""",
+        {**params, "window": window, "model": model}).fetchone()
+    cur = conn.execute(
+        f"""WITH recent AS (
+                SELECT u.id FROM memory_units u WHERE {where}
+                ORDER BY u.created_at DESC, u.id DESC LIMIT %(window)s),
+            vec AS MATERIALIZED (
+                SELECT r.id, e.embedding FROM recent r
+                JOIN memory_embeddings e ON e.unit_id = r.id AND e.model = %(model)s)
+            INSERT INTO dedup_proposals (bank_id, unit_a, unit_b, cosine)
+            SELECT %(bank_id)s, a.id, b.id, 1 - (a.embedding <=> b.embedding)
+            FROM vec a JOIN vec b ON a.id < b.id
+            WHERE a.embedding <=> b.embedding <= 1 - %(floor)s
+              AND NOT EXISTS (
+                  SELECT 1 FROM memory_links l WHERE l.type = 'derived_from'
+                    AND ((l.from_unit = a.id AND l.to_unit = b.id)
+                         OR (l.from_unit = b.id AND l.to_unit = a.id)))
+            ORDER BY 2, 3
+            ON CONFLICT DO NOTHING""",
+        {**params, "window": window, "model": model, "floor": min_cosine})
+    added = max(cur.rowcount, 0)
+    # units still waiting for a vector keep the bank due: scanned up to just before them
+    row = conn.execute(
+        """INSERT INTO dedup_scans (bank_id, scanned_through, units_compared, proposals_added)
+           VALUES (%(b)s, coalesce(%(pending)s::timestamptz - interval '1 microsecond',
+                            %(newest)s::timestamptz, now()),
+                   %(n)s, %(added)s)
+           ON CONFLICT (bank_id) DO UPDATE SET scanned_through = EXCLUDED.scanned_through,
+               scanned_at = now(), units_compared = EXCLUDED.units_compared,
+               proposals_added = EXCLUDED.proposals_added
+           RETURNING scanned_through""",
+        {"b": bank_id, "pending": stats["oldest_pending"], "newest": stats["newest"],
+         "n": stats["with_vector"], "added": added}).fetchone()
+    return {"units_compared": stats["with_vector"], "proposals_added": added,
+            "scanned_through": row["scanned_through"].isoformat()}
+
+
+def banks_due(conn: Connection, limit: int = 1000) -> list[str]:
+    """Banks holding a unit created after their last scan (or never scanned), at most
+    ``limit``, least recently scanned first. One index probe per bank
+    (``memory_units (bank_id, created_at)``)."""
+    rows = conn.execute(
+        """SELECT b.id FROM memory_banks b LEFT JOIN dedup_scans s ON s.bank_id = b.id
+           WHERE EXISTS (SELECT 1 FROM memory_units u WHERE u.bank_id = b.id
+                           AND u.created_at > coalesce(s.scanned_through, '-infinity'))
+           ORDER BY s.scanned_at NULLS FIRST, b.id LIMIT %s""", (limit,)).fetchall()
+    return [r["id"] for r in rows]
+
+
+_COLUMNS = """p.id, p.bank_id, p.unit_a, p.unit_b, p.cosine, p.state, p.decided_by,
+    p.decided_at, p.created_at,
+    left(a.text, %(preview)s) AS text_a, left(b.text, %(preview)s) AS text_b,
+    (a.superseded_by_id IS NULL AND a.invalidated_reason IS NULL) AS live_a,
+    (b.superseded_by_id IS NULL AND b.invalidated_reason IS NULL) AS live_b,
+    a.superseded_by_id AS superseded_by_a, b.superseded_by_id AS superseded_by_b"""
+_FROM = """dedup_proposals p JOIN memory_units a ON a.id = p.unit_a
+    JOIN memory_units b ON b.id = p.unit_b"""
+
+
+def list_page(conn: Connection, bank_id: str, state: str | None = None, limit: int = 50,
+              offset: int = 0) -> tuple[list[dict], int]:
+    """One page of a bank's proposals, highest cosine first (ties by id, so pages never
+    overlap), optionally in one ``state``; ``(rows as :func:`to_json`, total matching)``."""
+    where, params = "p.bank_id = %(bank_id)s", {"bank_id": bank_id, "preview": TEXT_PREVIEW}
+    if state:
+        where += " AND p.state = %(state)s"
+        params["state"] = state
+    rows = conn.execute(
+        f"""SELECT {_COLUMNS} FROM {_FROM} WHERE {where}
+            ORDER BY p.cosine DESC, p.id LIMIT %(limit)s OFFSET %(offset)s""",
+        {**params, "limit": limit, "offset": offset}).fetchall()
+    total = conn.execute(f"SELECT count(*) AS n FROM dedup_proposals p WHERE {where}",
+                         params).fetchone()["n"]
+    return [to_json(r) for r in rows], total
+
+
+def get(conn: Connection, bank_id: str, proposal_id: str) -> dict:
+    """One proposal as :func:`to_json`. Raises :class:`ProposalNotFound` (400
+    ``invalid_request`` for a malformed id)."""
+    pid = _uuid(proposal_id, "proposal_id")
+    row = conn.execute(f"SELECT {_COLUMNS} FROM {_FROM} WHERE p.id = %(id)s AND p.bank_id = %(b)s",
+                       {"id": pid, "b": bank_id, "preview": TEXT_PREVIEW}).fetchone()
+    if row is None:
+        raise ProposalNotFound(f"dedup proposal {proposal_id} does not exist",
+                               {"proposal_id": proposal_id, "bank_id": bank_id})
+    return to_json(row)
+
+
+def to_json(row: dict) -> dict:
+    """The API's proposal object: ids as strings, times ISO, the two units side by side."""
+    iso = lambda v: v.isoformat() if v is not None else None  # noqa: E731
+    unit = lambda s: {"id": str(row[f"unit_{s}"]), "text": row[f"text_{s}"],  # noqa: E731
+                      "live": row[f"live_{s}"],
+                      "superseded_by_id": (str(row[f"superseded_by_{s}"])
+                                           if row[f"superseded_by_{s}"] else None)}
+    return {"id": str(row["id"]), "bank_id": row["bank_id"], "state": row["state"],
+            "cosine": round(float(row["cosine"]), 6), "unit_a": unit("a"), "unit_b": unit("b"),
+            "decided_by": row["decided_by"], "decided_at": iso(row["decided_at"]),
+            "created_at": iso(row["created_at"])}
+
+
+def decide(conn: Connection, bank_id: str, proposal_id: str, action: str,
+           keep_unit_id: str | None = None, decided_by: str | None = None) -> dict:
+    """Decide an open proposal, in one transaction; returns it as :func:`to_json`.
+
+    ``keep``: state ``kept`` (both units stay). ``merge``: the unit not kept gets
+    ``superseded_by_id`` = the kept one, ``invalidated_reason = 'merged_duplicate'`` and
+    ``revision + 1``; a ``supersedes`` link kept → other is added; state ``merged``. Nothing
+    is deleted. ``keep_unit_id`` (merge only; default: the older unit, the first stored)
+    must be one of the pair.
+
+    Raises :class:`ProposalNotFound`; :class:`~rcll.errors.InvalidInput` (400) for an unknown
+    action or a ``keep_unit_id`` outside the pair; :class:`~rcll.errors.Rejected` 409
+    ``dedup_proposal_decided`` (details: the current state) when it was decided already,
+    409 ``dedup_unit_not_live`` when a unit of the pair was superseded or invalidated since.
+    """
+    if action not in ACTIONS:
+        raise InvalidInput(f"action must be one of {', '.join(ACTIONS)}",
+                           {"field": "action", "value": action})
+    pid = _uuid(proposal_id, "proposal_id")
+    with conn.transaction():
+        lock_bank(conn, bank_id)
+        p = conn.execute("""SELECT id, unit_a, unit_b, state, decided_by, decided_at
+                            FROM dedup_proposals WHERE id = %s AND bank_id = %s FOR UPDATE""",
+                         (pid, bank_id)).fetchone()
+        if p is None:
+            raise ProposalNotFound(f"dedup proposal {proposal_id} does not exist",
+                                   {"proposal_id": proposal_id, "bank_id": bank_id})
+        if p["state"] != "open":
+            raise Rejected(409, "dedup_proposal_decided",
+                           f"dedup proposal {pid} was already decided: {p['state']}",
+                           json.loads(json.dumps(
+                               {"proposal_id": pid, "state": p["state"],
+                                "decided_by": p["decided_by"], "decided_at": p["decided_at"]},
+                               default=str)))
+        if action == "merge":
+            _merge(conn, bank_id, p, keep_unit_id)
+        conn.execute("""UPDATE dedup_proposals SET state = %s, decided_by = %s,
+                               decided_at = now() WHERE id = %s""",
+                     ("merged" if action == "merge" else "kept", decided_by, pid))
+        return get(conn, bank_id, pid)
+
+
+def _merge(conn: Connection, bank_id: str, p: dict, keep_unit_id: str | None) -> None:
+    pair = sorted([str(p["unit_a"]), str(p["unit_b"])])
+    units = {str(r["id"]): r for r in conn.execute(
+        """SELECT id, created_at, superseded_by_id, invalidated_reason FROM memory_units
+           WHERE id = ANY(%s::uuid[]) ORDER BY id FOR UPDATE""", (pair,)).fetchall()}
+    if keep_unit_id is None:
+        keep = min(pair, key=lambda u: (units[u]["created_at"], u))
+    else:
+        keep = _uuid(keep_unit_id, "keep_unit_id")
+        if keep not in pair:
+            raise InvalidInput("keep_unit_id must be one of the proposal's two units",
+                               {"field": "keep_unit_id", "value": keep_unit_id, "units": pair})
+    dead = [u for u in pair if units[u]["superseded_by_id"] or units[u]["invalidated_reason"]]
+    if dead:
+        raise Rejected(409, "dedup_unit_not_live",
+                       "a unit of this proposal was superseded or invalidated since; "
+                       "decide it with action 'keep'", {"units": dead})
+    other = pair[1] if keep == pair[0] else pair[0]
+    conn.execute("""UPDATE memory_units SET superseded_by_id = %s, invalidated_reason = %s,
+                           revision = revision + 1 WHERE id = %s""",
+                 (keep, MERGED_REASON, other))
+    links.add(conn, bank_id=bank_id, from_unit=keep, to_unit=other, link_type="supersedes")

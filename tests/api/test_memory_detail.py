@@ -1,0 +1,89 @@
+"""``GET …/memories/{id}``: a unit with its links, entities and sources; recall results carry
+their entities."""
+
+from uuid import uuid4
+
+
+def _setup(client, services, bank: str) -> dict:
+    """Two chunk units by retain; a derived fact, an entity and links inserted directly (the
+    extraction and entity stages are other parts of issue 6)."""
+    r = client.post(f"/v1/default/banks/{bank}/memories", json={"items": [
+        {"content": "Maya: I adopted a grey cat called Pixel last Sunday.", "document_id": "m1"},
+        {"content": "Maya: Pixel the cat sleeps on my keyboard all day.", "document_id": "m2"},
+    ], "async": False})
+    assert r.get_json()["status"] == "succeeded"
+    with services.pool.connection() as conn, conn.transaction():
+        chunks = {x["document_id"]: str(x["id"]) for x in conn.execute(
+            """SELECT u.id, d.document_id FROM memory_units u JOIN documents d
+               ON d.id = u.document_id WHERE u.bank_id = %s""", (bank,)).fetchall()}
+        fact = str(conn.execute(
+            """INSERT INTO memory_units (bank_id, kind, text, origin, confidence,
+                   extraction_version)
+               VALUES (%s, 'fact', 'Maya adopted a grey cat named Pixel.', 'derived', 0.9,
+                       'extract-v1') RETURNING id""", (bank,)).fetchone()["id"])
+        conn.execute("""INSERT INTO memory_links (from_unit, to_unit, bank_id, type, weight)
+                        VALUES (%s, %s, %s, 'derived_from', 1.0)""", (fact, chunks["m1"], bank))
+        ents = {}
+        for name in ("Maya", "Pixel"):
+            ents[name] = str(conn.execute(
+                """INSERT INTO entities (bank_id, name, normalized) VALUES (%s, %s, lower(%s))
+                   RETURNING id""", (bank, name, name)).fetchone()["id"])
+        for unit, name, mention in ((fact, "Maya", "Maya"), (fact, "Pixel", "Pixel"),
+                                    (chunks["m1"], "Maya", "Maya"), (chunks["m1"], "Pixel", "Pixel")):
+            conn.execute("""INSERT INTO unit_entities (unit_id, entity_id, bank_id, mention)
+                            VALUES (%s, %s, %s, %s)""", (unit, ents[name], bank, mention))
+    return {"fact": fact, **chunks, **ents}
+
+
+def test_a_derived_unit_shows_its_sources_links_and_entities(client, services):
+    bank = "mem-detail"
+    ids = _setup(client, services, bank)
+    r = client.get(f"/v1/default/banks/{bank}/memories/{ids['fact']}")
+    assert r.status_code == 200, r.get_json()
+    u = r.get_json()
+    assert (u["id"], u["kind"], u["origin"], u["extraction_version"]) == (
+        ids["fact"], "fact", "derived", "extract-v1")
+    assert abs(u["confidence"] - 0.9) < 1e-6 and u["revision"] == 1
+    assert u["superseded_by_id"] is None and u["invalidated_reason"] is None
+    assert [s["id"] for s in u["sources"]] == [ids["m1"]]
+    assert u["sources"][0]["document_id"] == "m1" and u["sources"][0]["text"].startswith("Maya: I adopted")
+    assert {(x["direction"], x["type"], x["unit_id"]) for x in u["links"]} == {
+        ("out", "derived_from", ids["m1"])}
+    assert u["entities"] == [{"id": ids["Maya"], "name": "Maya", "mention": "Maya"},
+                             {"id": ids["Pixel"], "name": "Pixel", "mention": "Pixel"}]
+
+    chunk = client.get(f"/v1/default/banks/{bank}/memories/{ids['m1']}").get_json()
+    by_type = {(x["direction"], x["type"]): x for x in chunk["links"]}
+    assert by_type[("in", "derived_from")]["unit_id"] == ids["fact"]
+    assert by_type[("in", "derived_from")]["text"] == "Maya adopted a grey cat named Pixel."
+    assert by_type[("in", "derived_from")]["live"] is True
+    # the link stage linked the two chunks about Pixel both ways
+    assert by_type[("out", "semantic")]["unit_id"] == ids["m2"]
+    assert 0.6 <= by_type[("out", "semantic")]["weight"] <= 1.0
+    assert chunk["origin"] == "told" and chunk["sources"] == [] and chunk["document_id"] == "m1"
+
+
+def test_unknown_and_malformed_unit_ids(client, services):
+    bank = "mem-detail-err"
+    ids = _setup(client, services, bank)
+    r = client.get(f"/v1/default/banks/{bank}/memories/{uuid4()}")
+    assert r.status_code == 404 and r.get_json()["error"]["code"] == "unit_not_found"
+    r = client.get(f"/v1/default/banks/{bank}/memories/12345")
+    assert r.status_code == 400 and r.get_json()["error"]["code"] == "invalid_unit_id"
+    r = client.get(f"/v1/default/banks/mem-detail/memories/{ids['fact']}")  # another bank's unit
+    assert r.status_code == 404 and r.get_json()["error"]["code"] == "unit_not_found"
+    r = client.get(f"/v1/default/banks/no-such-bank/memories/{ids['fact']}")
+    assert r.status_code == 404 and r.get_json()["error"]["code"] == "bank_not_found"
+
+
+def test_recall_results_carry_their_entities(client, services):
+    bank = "mem-recall-ents"
+    ids = _setup(client, services, bank)
+    res = client.post(f"/v1/default/banks/{bank}/memories/recall",
+                      json={"query": "what is the name of Maya's cat?"}).get_json()["results"]
+    by_id = {x["id"]: x for x in res}
+    assert by_id[ids["m1"]]["entities"] == [{"id": ids["Maya"], "name": "Maya"},
+                                            {"id": ids["Pixel"], "name": "Pixel"}]
+    assert by_id[ids["fact"]]["entities"] == [{"id": ids["Maya"], "name": "Maya"},
+                                              {"id": ids["Pixel"], "name": "Pixel"}]
+    assert by_id[ids["m2"]]["entities"] == []
