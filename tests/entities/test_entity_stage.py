@@ -71,3 +71,23 @@ def test_entity_links_are_bounded_per_mention(client, worker, services):
     # 12 units mention Caroline: unit k links to min(k, 5) earlier ones
     assert per_unit["most"] == entity_stage.ENTITY_LINKS_PER_MENTION
     assert per_unit["total"] == sum(min(k, 5) for k in range(12))
+
+
+def test_names_of_one_batch_resolve_against_each_other(client, worker, services):
+    bank = "entities-batch"
+    items = [{"content": "Lena: the Kubernetes Clusters are upgraded.", "document_id": "k1"},
+             {"content": "Lena: one Kubernetes Cluster still lags, ask Caroline Smith.",
+              "document_id": "k2"},
+             {"content": "Omar: I think Caroline knows.", "document_id": "k3"}]
+    op = client.post(f"/v1/default/banks/{bank}/memories", json={"items": items}).get_json()
+    assert wait_job(client, bank, op["operation_id"])["status"] == "succeeded"
+    with services.pool.connection() as conn:
+        rows = {r["normalized"]: r["aliases"] for r in conn.execute(
+            "SELECT normalized, aliases FROM entities WHERE bank_id = %s", (bank,))}
+        props = conn.execute(
+            """SELECT a.normalized AS a, b.normalized AS b FROM entity_merge_proposals p
+               JOIN entities a ON a.id = p.entity_a JOIN entities b ON b.id = p.entity_b
+               WHERE p.bank_id = %s""", (bank,)).fetchall()
+    assert rows == {"lena": [], "kubernetes clusters": ["kubernetes cluster"],
+                    "caroline smith": [], "omar": [], "caroline": []}
+    assert [{p["a"], p["b"]} for p in props] == [{"caroline", "caroline smith"}]
