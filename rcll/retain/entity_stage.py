@@ -122,8 +122,9 @@ def run_entities(ctx: RetainContext, job_id: str) -> dict | None:
                 log.warning("entities for job %s stopped: the job or its bank is gone", job_id)
                 return None
             written = write_batch(conn, bank_id, batch)
-        for k, v in written.items():
-            counts[k] += v
-        with ctx.pool.connection() as conn:
-            jobs.progress(conn, job_id, counts)
+            for k, v in written.items():
+                counts[k] += v
+            if len(units) < BATCH:  # the last batch: the runner merges the counts
+                break
+            jobs.progress(conn, job_id, counts)  # with the batch: a replay adds on top
     return counts
