@@ -64,8 +64,11 @@ class Services:
         return min(limit, window) if window else limit
 
     def retain_context(self) -> RetainContext:
+        """The write path's context; ``skip_stages`` from ``retain_skip_stages``."""
+        s = self.settings
         return RetainContext(pool=self.pool, classifier=default_classifier(), tokens=self.tokens,
-                             embedder=self.embedder, chunk_max_tokens=self.chunk_tokens)
+                             embedder=self.embedder, chunk_max_tokens=self.chunk_tokens,
+                             skip_stages=skip_stages(s.retain_skip_stages))
 
     def retain_service(self, enqueue: Callable[[str, str], None]) -> RetainService:
         """The retain service over this process's pool, sending stages with ``enqueue``."""
@@ -84,6 +87,20 @@ class Services:
             pool = self.__dict__.get(name)
             if pool is not None and not pool.closed:
                 pool.close()
+
+
+def skip_stages(value: str) -> frozenset[str]:
+    """Parse ``RCLL_RETAIN_SKIP_STAGES`` (comma-separated stage names). Raises
+    ``ValueError`` naming an unknown stage or one that always runs (chunk, embed)."""
+    from rcll.retain import stages
+
+    names = frozenset(n.strip() for n in value.split(",") if n.strip())
+    known = {st.name for st in stages.STAGES} - stages.ALWAYS_RUN
+    bad = sorted(names - known)
+    if bad:
+        raise ValueError(f"RCLL_RETAIN_SKIP_STAGES: cannot skip {', '.join(bad)}; "
+                         f"skippable stages: {', '.join(sorted(known))}")
+    return names
 
 
 def bootstrap(settings: Settings | None = None) -> Services:

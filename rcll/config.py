@@ -74,6 +74,10 @@ class Settings(BaseSettings):
 
     # --- write path -----------------------------------------------------------------------
     chunk_max_tokens: int = 512
+    retain_skip_stages: str = Field(
+        "", description="Comma-separated retain stages to skip (extract, entities, link): an "
+        "operator's switch, and the baseline of benchmarks/ingest_stages.py. chunk and embed "
+        "always run.")
     max_items_per_request: int = 1000
     max_item_chars: int = Field(
         32_000_000, description="Characters per item: a whole document of tens of MB is one "

@@ -41,6 +41,7 @@ class RetainContext:
     tokens: TokenCounter
     embedder: EmbedderHandle
     chunk_max_tokens: int = 512
+    skip_stages: frozenset[str] = frozenset()
 
 
 def drafts_for(item: RetainItem, ctx: RetainContext) -> list[UnitDraft]:

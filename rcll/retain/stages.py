@@ -75,11 +75,17 @@ def by_name(name: str | None) -> Stage:
     return STAGES[0]
 
 
-def after(name: str) -> Stage | None:
-    """The stage that follows ``name``, or ``None`` after the last one."""
+ALWAYS_RUN = frozenset({"chunk", "embed"})
+
+
+def after(name: str, skip: frozenset[str] = frozenset()) -> Stage | None:
+    """The stage that follows ``name`` (passing over the names in ``skip``, except the
+    stages that always run: ``chunk`` and ``embed``), or ``None`` after the last one."""
     names = [s.name for s in STAGES]
-    i = names.index(name)
-    return STAGES[i + 1] if i + 1 < len(STAGES) else None
+    for stage in STAGES[names.index(name) + 1:]:
+        if stage.name in ALWAYS_RUN or stage.name not in skip:
+            return stage
+    return None
 
 
 def advance(ctx: RetainContext, job_id: str, stage: Stage, counts: dict) -> Stage | None:
@@ -88,7 +94,7 @@ def advance(ctx: RetainContext, job_id: str, stage: Stage, counts: dict) -> Stag
     Call it while holding the stage's lease."""
     from rcll.store import jobs
 
-    nxt = after(stage.name)
+    nxt = after(stage.name, ctx.skip_stages)
     if nxt is None:
         pipeline.finish_job(ctx, job_id, counts)
         return None
@@ -102,10 +108,12 @@ def run_sync(ctx: RetainContext, job_id: str) -> None:
     job lease (:mod:`rcll.retain.lease`) so the recovery sweep does not re-send it meanwhile."""
     from rcll.retain import lease
 
-    for stage in STAGES:
+    stage: Stage | None = STAGES[0]
+    while stage is not None:
         with lease.hold(ctx.pool, job_id, stage.name, first=stage is STAGES[0]) as held:
             if not held:
                 return
             counts = stage.run(ctx, job_id)
-            if counts is None or advance(ctx, job_id, stage, counts) is None:
+            if counts is None:
                 return
+            stage = advance(ctx, job_id, stage, counts)
