@@ -25,8 +25,9 @@ by ``pytest -s tests/entities/test_extractor_precision.py``:
   rules were tuned: **precision 0.987, recall 0.961**;
 - 30 random LoCoMo turns labelled afterwards (held out, 40 entities): **precision 0.976,
   recall 1.00** when first measured (its one false positive, a sentence-initial "Plus,",
-  then went to the stop list with other chat words; 1.000 since, so no longer unseen). LoCoMo turns name few entities besides the speakers; the ops lines are
-  harder (misses: kebab-case names such as ``api-gateway``, lone sentence-initial names).
+  then went to the stop list with other chat words; 1.000 since, so no longer unseen).
+  LoCoMo turns name few entities besides the speakers; the ops lines are harder (misses:
+  kebab-case names such as ``api-gateway``, lone sentence-initial names).
 """
 
 from __future__ import annotations
