@@ -52,7 +52,7 @@ def unit_mentions(unit: dict) -> list[tuple[Mention, str]]:
         name = name.strip()[:MAX_NAME_CHARS]
         norm = normalize(name)
         if len(norm) >= 2:
-            out.setdefault(norm, (Mention(name, norm, "llm"), "llm"))
+            out.setdefault(norm, (Mention(name, norm, "other"), "llm"))
     return list(out.values())
 
 
