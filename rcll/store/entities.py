@@ -113,13 +113,19 @@ def resolve(conn: Connection, bank_id: str, names: Mapping[str, tuple[str, str]]
                ON CONFLICT (entity_a, entity_b) DO NOTHING""",
             (bank_id, *map(list, zip(*proposals, strict=True))))
         out.proposals = cur.rowcount
-    if aliases:
-        cur = conn.execute(
+    if aliases:  # certain fuzzy matches: the name becomes an alias, with a history row
+        added = conn.execute(
             """UPDATE entities e SET aliases = array_append(e.aliases, x.alias), updated_at = now()
                FROM unnest(%s::uuid[], %s::text[]) AS x(id, alias)
-               WHERE e.id = x.id AND NOT (x.alias = ANY(e.aliases))""",
-            ([a[0] for a in aliases], [a[1] for a in aliases]))
-        out.aliases_added = cur.rowcount
+               WHERE e.id = x.id AND NOT (x.alias = ANY(e.aliases))
+               RETURNING e.id, x.alias""",
+            ([a[0] for a in aliases], [a[1] for a in aliases])).fetchall()
+        out.aliases_added = len(added)
+        if added:
+            conn.cursor().executemany(
+                """INSERT INTO entity_history (bank_id, entity_id, action, detail, actor)
+                   VALUES (%s, %s, 'alias_added', %s, 'resolution')""",
+                [(bank_id, r["id"], Jsonb({"alias": r["alias"]})) for r in added])
     return out
 
 

@@ -91,3 +91,20 @@ def test_names_of_one_batch_resolve_against_each_other(client, worker, services)
     assert rows == {"lena": [], "kubernetes clusters": ["kubernetes cluster"],
                     "caroline smith": [], "omar": [], "caroline": []}
     assert [{p["a"], p["b"]} for p in props] == [{"caroline", "caroline smith"}]
+
+
+def test_a_certain_fuzzy_match_becomes_an_alias_with_history(client, worker, services):
+    bank = "entities-alias"
+    for n, content in enumerate(["Lena: the Kubernetes Cluster is up.",
+                                 "Lena: both Kubernetes Clusters are up."]):
+        op = client.post(f"/v1/default/banks/{bank}/memories",
+                         json={"items": [{"content": content, "document_id": f"a{n}"}]}).get_json()
+        assert wait_job(client, bank, op["operation_id"])["status"] == "succeeded"
+    with services.pool.connection() as conn:
+        rows = conn.execute(
+            """SELECT e.normalized, e.aliases, h.action, h.detail FROM entities e
+               LEFT JOIN entity_history h ON h.entity_id = e.id
+               WHERE e.bank_id = %s AND e.normalized LIKE 'kube%%'""", (bank,)).fetchall()
+    assert [(r["normalized"], r["aliases"], r["action"], r["detail"]) for r in rows] == [
+        ("kubernetes cluster", ["kubernetes clusters"], "alias_added",
+         {"alias": "kubernetes clusters"})]
