@@ -82,6 +82,7 @@ def merge_proposal(conn: Connection, bank_id: str, proposal_id: str, actor: str 
     more mentions). Raises :class:`ProposalNotFound`, 409 ``proposal_closed``, and what
     :func:`merge` raises."""
     pid = entities._uuid(proposal_id, "proposal")
+    entities.lock_bank(conn, bank_id)  # first, as every writer of the bank's entities does
     p = conn.execute("SELECT * FROM entity_merge_proposals WHERE id = %s AND bank_id = %s FOR UPDATE",
                      (pid, bank_id)).fetchone()
     if p is None:
