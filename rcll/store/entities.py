@@ -189,6 +189,8 @@ def recent_mentions(conn: Connection, entity_ids: list[str], exclude_units: list
 
 # -- reads -----------------------------------------------------------------------------------
 class EntityNotFound(NotFound):
+    """404 ``entity_not_found``: no such entity in the bank (or a malformed id)."""
+
     code = "entity_not_found"
 
 

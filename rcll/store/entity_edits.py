@@ -17,6 +17,8 @@ from rcll.store import entities
 
 
 class ProposalNotFound(NotFound):
+    """404 ``proposal_not_found``: no such entity-merge proposal in the bank."""
+
     code = "proposal_not_found"
 
 
