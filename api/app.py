@@ -10,6 +10,7 @@ from flask import Flask
 
 from api import errors
 from api.routes import banks, dedup, health, memories, operations, recall, retain
+from api.routes import entities as entity_routes
 from rcll.bootstrap import Services, bootstrap
 from rcll.config import Settings
 
@@ -40,6 +41,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     errors.register(app)
     for bp in (retain.bp, recall.bp, operations.bp, banks.bp, health.bp, memories.bp, dedup.bp):
         app.register_blueprint(bp)
+    app.register_blueprint(entity_routes.bp)
     logging.basicConfig(level=logging.INFO)
     # Load the embedder in the background so the first recall does not pay for it.
     threading.Thread(target=svc.embedder.get, name="embedder-warmup", daemon=True).start()

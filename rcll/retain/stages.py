@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from rcll.retain import link_stage, pipeline
+from rcll.retain import entity_stage, link_stage, pipeline
 from rcll.retain.pipeline import RetainContext
 
 
@@ -44,7 +44,7 @@ def _noop(ctx: RetainContext, job_id: str) -> dict | None:
 STAGES: tuple[Stage, ...] = (
     Stage("chunk", "extract", pipeline.run_chunk),
     Stage("extract", "extract", _noop),
-    Stage("entities", "extract", _noop),
+    Stage("entities", "extract", entity_stage.run_entities),
     Stage("embed", "embed", pipeline.run_embed),
     Stage("link", "embed", link_stage.run_link),
 )

@@ -1,0 +1,122 @@
+"""Entities of a bank: list, detail, merge proposals, explicit merge and split (spec §3, §4)."""
+
+from __future__ import annotations
+
+from flask import Blueprint, jsonify, request
+
+from api.deps import json_body, services
+from api.errors import APIError
+from api.paging import page_body, page_params
+from api.schemas import check_bank_id
+from rcll.store import banks, entities, entity_edits
+
+bp = Blueprint("entities", __name__)
+BASE = "/v1/default/banks/<bank_id>/entities"
+PROPOSAL_STATES = ("open", "merged", "rejected")
+MAX_IDS = 1000
+
+
+@bp.get(BASE)
+def list_entities(bank_id: str):
+    """One page of the bank's entities, most mentioned first: ``?q=&limit=&offset=``."""
+    check_bank_id(bank_id)
+    limit, offset = page_params()
+    q = request.args.get("q") or None
+    if q is not None and len(q) > 200:
+        raise APIError(400, "invalid_request", "q must be at most 200 characters", {"field": "q"})
+    with services().pool.connection() as conn:
+        banks.get(conn, bank_id)
+        rows, total = entities.list_page(conn, bank_id, limit, offset, q)
+    return jsonify(page_body("entities", [entities.public(r) for r in rows], limit, offset, total))
+
+
+@bp.get(BASE + "/<entity_id>")
+def entity(bank_id: str, entity_id: str):
+    """An entity with its aliases, one page of mentions (``?limit=&offset=``, newest first),
+    the entities co-mentioned with it and its history."""
+    check_bank_id(bank_id)
+    limit, offset = page_params(default_limit=20)
+    with services().pool.connection() as conn:
+        row = entities.get(conn, bank_id, entity_id)
+        eid = str(row["id"])
+        body = entities.public(row)
+        body["mentions"] = page_body("items", entities.mentions(conn, eid, limit, offset), limit,
+                                     offset, int(row["mentions"]))
+        body["linked_entities"] = entities.linked(conn, eid)
+        body["history"] = entity_edits.history(conn, eid)
+    return jsonify(body)
+
+
+@bp.get(BASE + "/merge-proposals")
+def merge_proposals(bank_id: str):
+    """One page of entity-merge proposals, newest first: ``?state=open|merged|rejected``."""
+    check_bank_id(bank_id)
+    limit, offset = page_params()
+    state = request.args.get("state")
+    if state is not None and state not in PROPOSAL_STATES:
+        raise APIError(400, "invalid_request", f"state must be one of {', '.join(PROPOSAL_STATES)}",
+                       {"field": "state"})
+    with services().pool.connection() as conn:
+        banks.get(conn, bank_id)
+        rows, total = entities.proposals_page(conn, bank_id, state, limit, offset)
+    return jsonify(page_body("proposals", rows, limit, offset, total))
+
+
+@bp.post(BASE + "/merge")
+def merge(bank_id: str):
+    """Merge explicitly: ``{"entity_ids": [keep, other, ...]}`` or ``{"proposal_id", "keep_id"?}``,
+    optional ``"actor"``; ``{"proposal_id", "decision": "reject"}`` closes a proposal."""
+    check_bank_id(bank_id)
+    body = json_body()
+    actor = _string(body, "actor", required=False)
+    with services().pool.connection() as conn, conn.transaction():
+        banks.get(conn, bank_id)
+        if "proposal_id" in body:
+            pid = _string(body, "proposal_id")
+            decision = body.get("decision", "merge")
+            if decision not in ("merge", "reject"):
+                raise APIError(400, "invalid_request", "decision must be merge or reject",
+                               {"field": "decision"})
+            if decision == "reject":
+                entity_edits.reject_proposal(conn, bank_id, pid, actor)
+                return jsonify({"proposal_id": pid, "state": "rejected"})
+            kept = entity_edits.merge_proposal(conn, bank_id, pid, actor,
+                                               _string(body, "keep_id", required=False))
+        else:
+            kept = entity_edits.merge(conn, bank_id, _ids(body, "entity_ids"), actor)
+    return jsonify({"entity": entities.public(kept)})
+
+
+@bp.post(BASE + "/<entity_id>/split")
+def split(bank_id: str, entity_id: str):
+    """Split a new entity off: ``{"aliases": [...]}`` or ``{"unit_ids": [...]}``, optional
+    ``"name"`` and ``"actor"``. Answers the new entity (201)."""
+    check_bank_id(bank_id)
+    body = json_body()
+    with services().pool.connection() as conn, conn.transaction():
+        banks.get(conn, bank_id)
+        new = entity_edits.split(
+            conn, bank_id, entity_id,
+            aliases=_ids(body, "aliases") if "aliases" in body else None,
+            unit_ids=_ids(body, "unit_ids") if "unit_ids" in body else None,
+            name=_string(body, "name", required=False), actor=_string(body, "actor", required=False))
+    return jsonify({"entity": entities.public(new)}), 201
+
+
+def _string(body: dict, field: str, required: bool = True) -> str | None:
+    value = body.get(field)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or not 1 <= len(value) <= 500:
+        raise APIError(400, "invalid_request", f"{field} must be a string of 1-500 characters",
+                       {"field": field})
+    return value
+
+
+def _ids(body: dict, field: str) -> list[str]:
+    value = body.get(field)
+    if (not isinstance(value, list) or not 1 <= len(value) <= MAX_IDS
+            or not all(isinstance(v, str) and 1 <= len(v) <= 500 for v in value)):
+        raise APIError(400, "invalid_request",
+                       f"{field} must be a list of 1-{MAX_IDS} non-empty strings", {"field": field})
+    return value

@@ -1,0 +1,1 @@
+"""Entities: deterministic extraction and per-bank resolution."""

@@ -1,0 +1,308 @@
+"""Entities of a bank: resolution writes (set-based, a batch at a time) and mentions.
+
+Spec §3: ``entities`` (a global UUID per entity, per bank; normalised name; aliases) and
+``unit_entities`` (mentions). Resolution (:func:`resolve`) runs while the caller holds the
+bank's entity lock (:func:`lock_bank`), so two workers never create the same name twice;
+the verdicts come from :func:`rcll.entities.resolution.decide`. Nothing is merged on a
+guess: a close-but-uncertain pair becomes an ``entity_merge_proposals`` row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from uuid import UUID
+
+from psycopg import Connection
+from psycopg.types.json import Jsonb
+
+from rcll.entities.extractor import normalize
+from rcll.entities.resolution import PROPOSE_SIMILARITY, SHORT_NAME, decide, similarity
+from rcll.errors import NotFound
+
+# First key of the two-key advisory lock taken per bank by the entities stage ("ent").
+ENTITY_LOCK_CLASS = 0x656E74
+FUZZY_CANDIDATES = 3
+
+
+def lock_bank(conn: Connection, bank_id: str) -> None:
+    """Take the bank's entity lock for the rest of the caller's transaction (a
+    transaction-scoped advisory lock keyed by the bank id's hash; a hash collision between
+    banks only serialises them, it never lets two writers of one bank in at once)."""
+    conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (ENTITY_LOCK_CLASS, bank_id))
+
+
+@dataclass
+class Resolved:
+    """The entity id of each normalized name, and what resolving wrote."""
+
+    ids: dict[str, str] = field(default_factory=dict)
+    created: int = 0
+    proposals: int = 0
+    aliases_added: int = 0
+
+
+def resolve(conn: Connection, bank_id: str, names: Mapping[str, tuple[str, str]]) -> Resolved:
+    """Map each normalized name of ``names`` (``{normalized: (surface, entity_type)}``) to an
+    entity of ``bank_id``: an exact name or alias match, else a certain trigram match (the
+    name becomes an alias), else a new entity — with merge proposals for the close
+    candidates. Four statements whatever the batch size. Call under :func:`lock_bank`."""
+    out = Resolved()
+    if not names:
+        return out
+    norms = list(names)
+    rows = conn.execute(
+        """SELECT id, normalized, aliases FROM entities
+           WHERE bank_id = %s AND merged_into_id IS NULL
+             AND (normalized = ANY(%s) OR aliases && %s::text[])
+           ORDER BY created_at, id""", (bank_id, norms, norms)).fetchall()
+    for r in rows:
+        if r["normalized"] in names:
+            out.ids.setdefault(r["normalized"], str(r["id"]))
+    for r in rows:
+        for alias in r["aliases"]:
+            if alias in names:
+                out.ids.setdefault(alias, str(r["id"]))
+    todo = [n for n in norms if n not in out.ids and len(n) > SHORT_NAME]
+    proposals: list[tuple[str, str, float, str]] = []  # (new name, entity id, score, reason)
+    aliases: list[tuple[str, str]] = []
+    if todo:
+        conn.execute("SELECT set_config('pg_trgm.similarity_threshold', %s, true)",
+                     (str(PROPOSE_SIMILARITY),))
+        cands = conn.execute(
+            """SELECT n.name, c.id, c.normalized, c.aliases, c.sim
+               FROM unnest(%s::text[]) AS n(name)
+               CROSS JOIN LATERAL (
+                   SELECT e.id, e.normalized, e.aliases, similarity(e.normalized, n.name) AS sim
+                   FROM entities e
+                   WHERE e.bank_id = %s AND e.merged_into_id IS NULL AND e.normalized %% n.name
+                   ORDER BY sim DESC, e.id LIMIT %s) AS c""",
+            (todo, bank_id, FUZZY_CANDIDATES)).fetchall()
+        for c in cands:
+            name = c["name"]
+            if name in out.ids:
+                continue
+            verdict = decide(name, c["normalized"], float(c["sim"]), tuple(c["aliases"]))
+            if verdict.action == "same":
+                out.ids[name] = str(c["id"])
+                aliases.append((str(c["id"]), name))
+            elif verdict.action == "propose":
+                proposals.append((name, str(c["id"]), float(c["sim"]), verdict.reason))
+    new, same_as, pairs = within_batch([n for n in norms if n not in out.ids])
+    if new:
+        created = conn.execute(
+            """INSERT INTO entities (bank_id, name, normalized, entity_type, aliases)
+               SELECT %s, x.name, x.norm, x.etype,
+                      coalesce((SELECT array_agg(a) FROM jsonb_array_elements_text(x.aliases) a),
+                               '{}')
+               FROM unnest(%s::text[], %s::text[], %s::text[], %s::jsonb[])
+                    AS x(name, norm, etype, aliases)
+               RETURNING id, normalized""",
+            (bank_id, [names[n][0] for n in new], new, [names[n][1] for n in new],
+             [Jsonb([a for a, c in same_as.items() if c == n]) for n in new])).fetchall()
+        out.ids.update({r["normalized"]: str(r["id"]) for r in created})
+        out.ids.update({a: out.ids[c] for a, c in same_as.items()})
+        out.created = len(created)
+    proposals = [(out.ids[n], e, s, r) for n, e, s, r in proposals if out.ids.get(n) != e]
+    proposals += [(out.ids[a], out.ids[b], s, r) for a, b, s, r in pairs]
+    if proposals:
+        cur = conn.execute(
+            """INSERT INTO entity_merge_proposals (bank_id, entity_a, entity_b, score, reason)
+               SELECT %s, least(x.a, x.b), greatest(x.a, x.b), x.s, x.r
+               FROM unnest(%s::uuid[], %s::uuid[], %s::real[], %s::text[]) AS x(a, b, s, r)
+               ON CONFLICT (entity_a, entity_b) DO NOTHING""",
+            (bank_id, *map(list, zip(*proposals, strict=True))))
+        out.proposals = cur.rowcount
+    if aliases:  # certain fuzzy matches: the name becomes an alias, with a history row
+        added = conn.execute(
+            """UPDATE entities e SET aliases = array_append(e.aliases, x.alias), updated_at = now()
+               FROM unnest(%s::uuid[], %s::text[]) AS x(id, alias)
+               WHERE e.id = x.id AND NOT (x.alias = ANY(e.aliases))
+               RETURNING e.id, x.alias""",
+            ([a[0] for a in aliases], [a[1] for a in aliases])).fetchall()
+        out.aliases_added = len(added)
+        if added:
+            conn.cursor().executemany(
+                """INSERT INTO entity_history (bank_id, entity_id, action, detail, actor)
+                   VALUES (%s, %s, 'alias_added', %s, 'resolution')""",
+                [(bank_id, r["id"], Jsonb({"alias": r["alias"]})) for r in added])
+    return out
+
+
+def within_batch(names: list[str]) -> tuple[list[str], dict[str, str], list]:
+    """Resolve new names against each other before they are created: ``(to create,
+    {alias: name it is the same as}, [(name, name, score, reason)] proposals)``. Names are
+    compared only within a block of the same first three characters (``caroline`` /
+    ``caroline smith``), so a batch costs about linear time; names of
+    :data:`~rcll.entities.resolution.SHORT_NAME` characters or fewer match only exactly."""
+    blocks: dict[str, list[str]] = {}
+    create, same_as, pairs = [], {}, []
+    for name in names:
+        block = blocks.setdefault(name[:3], []) if len(name) > SHORT_NAME else []
+        for earlier in block:
+            verdict = decide(name, earlier)
+            if verdict.action == "same":
+                same_as[name] = earlier
+                break
+            if verdict.action == "propose":
+                pairs.append((name, earlier, similarity(name, earlier), verdict.reason))
+        else:
+            create.append(name)
+            block.append(name)
+    return create, same_as, pairs
+
+
+def add_mentions(conn: Connection, bank_id: str,
+                 mentions: Iterable[tuple[str, str, str, str]]) -> int:
+    """Insert mentions ``(unit_id, entity_id, surface, source)``; an existing (unit, entity)
+    pair is left alone (a replayed stage writes nothing twice). Returns rows inserted."""
+    rows = list(mentions)
+    if not rows:
+        return 0
+    return conn.execute(
+        """INSERT INTO unit_entities (unit_id, entity_id, bank_id, mention, source)
+           SELECT x.u, x.e, %s, x.m, x.s
+           FROM unnest(%s::uuid[], %s::uuid[], %s::text[], %s::text[]) AS x(u, e, m, s)
+           ON CONFLICT (unit_id, entity_id) DO NOTHING""",
+        (bank_id, *map(list, zip(*rows, strict=True)))).rowcount
+
+
+def recent_mentions(conn: Connection, entity_ids: list[str], exclude_units: list[str],
+                    per_entity: int) -> dict[str, list[str]]:
+    """The ``per_entity`` most recently written mentions (unit ids, oldest first) of each
+    entity, leaving out ``exclude_units``. One statement, index ``(entity_id, seq DESC)``."""
+    if not entity_ids:
+        return {}
+    rows = conn.execute(
+        """SELECT x.e AS entity_id, r.unit_id, r.seq
+           FROM unnest(%s::uuid[]) AS x(e)
+           CROSS JOIN LATERAL (
+               SELECT ue.unit_id, ue.seq FROM unit_entities ue
+               WHERE ue.entity_id = x.e AND NOT (ue.unit_id = ANY(%s::uuid[]))
+               ORDER BY ue.seq DESC LIMIT %s) AS r
+           ORDER BY r.seq""", (entity_ids, exclude_units, per_entity)).fetchall()
+    out: dict[str, list[str]] = {}
+    for r in rows:
+        out.setdefault(str(r["entity_id"]), []).append(str(r["unit_id"]))
+    return out
+
+
+# -- reads -----------------------------------------------------------------------------------
+class EntityNotFound(NotFound):
+    """404 ``entity_not_found``: no such entity in the bank (or a malformed id)."""
+
+    code = "entity_not_found"
+
+
+def _uuid(value: str, what: str = "entity") -> str:
+    try:
+        return str(UUID(str(value)))
+    except ValueError:
+        raise EntityNotFound(f"{what} {value!r} does not exist", {f"{what}_id": str(value)})
+
+
+def public(row: Mapping) -> dict:
+    """An entity row as JSON: string ids, ISO times."""
+    out = {"id": str(row["id"]), "name": row["name"], "normalized": row["normalized"],
+           "entity_type": row["entity_type"], "aliases": list(row["aliases"]),
+           "merged_into_id": str(row["merged_into_id"]) if row["merged_into_id"] else None,
+           "created_at": row["created_at"].isoformat()}
+    if "mentions" in row:
+        out["mention_count"] = int(row["mentions"])
+    return out
+
+
+def list_page(conn: Connection, bank_id: str, limit: int, offset: int, q: str | None = None,
+              include_merged: bool = False) -> tuple[list[dict], int]:
+    """One page of a bank's entities with their mention counts, most mentioned first (ties by
+    name, id); ``q`` keeps names or aliases containing it (normalized, case-insensitive).
+    Merged-away entities are left out unless ``include_merged``. ``(rows, total)``."""
+    where = ["e.bank_id = %(b)s"]
+    if not include_merged:
+        where.append("e.merged_into_id IS NULL")
+    params: dict = {"b": bank_id, "limit": limit, "offset": offset}
+    if q:
+        params["q"] = "%" + normalize_query(q) + "%"
+        where.append("(e.normalized LIKE %(q)s OR array_to_string(e.aliases, ' ') LIKE %(q)s)")
+    clause = " AND ".join(where)
+    rows = conn.execute(
+        f"""SELECT e.*, (SELECT count(*) FROM unit_entities ue WHERE ue.entity_id = e.id) AS mentions
+            FROM entities e WHERE {clause}
+            ORDER BY mentions DESC, e.name, e.id LIMIT %(limit)s OFFSET %(offset)s""",
+        params).fetchall()
+    total = conn.execute(f"SELECT count(*) AS n FROM entities e WHERE {clause}", params).fetchone()["n"]
+    return rows, total
+
+
+def normalize_query(q: str) -> str:
+    """A name filter in the normalized form, ``%``/``_`` escaped for LIKE."""
+    norm = normalize(q) or q.casefold().strip()
+    return norm.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def get(conn: Connection, bank_id: str, entity_id: str) -> dict:
+    """The entity row with its mention count. Raises :class:`EntityNotFound` (also for a
+    malformed id or another bank's entity)."""
+    row = conn.execute(
+        """SELECT e.*, (SELECT count(*) FROM unit_entities ue WHERE ue.entity_id = e.id) AS mentions
+           FROM entities e WHERE e.id = %s AND e.bank_id = %s""",
+        (_uuid(entity_id), bank_id)).fetchone()
+    if row is None:
+        raise EntityNotFound(f"entity {entity_id} does not exist in bank {bank_id!r}",
+                             {"entity_id": entity_id, "bank_id": bank_id})
+    return row
+
+
+def mentions(conn: Connection, entity_id: str, limit: int, offset: int) -> list[dict]:
+    """Mentions of an entity, newest first: ``{unit_id, text, mention, source, kind,
+    mentioned_at}``."""
+    rows = conn.execute(
+        """SELECT ue.unit_id, u.text, ue.mention, ue.source, u.kind, u.mentioned_at
+           FROM unit_entities ue JOIN memory_units u ON u.id = ue.unit_id
+           WHERE ue.entity_id = %s ORDER BY ue.seq DESC LIMIT %s OFFSET %s""",
+        (entity_id, limit, offset)).fetchall()
+    return [{"unit_id": str(r["unit_id"]), "text": r["text"], "mention": r["mention"],
+             "source": r["source"], "kind": r["kind"],
+             "mentioned_at": r["mentioned_at"].isoformat() if r["mentioned_at"] else None}
+            for r in rows]
+
+
+def linked(conn: Connection, entity_id: str, limit: int = 20) -> list[dict]:
+    """Entities co-mentioned with this one (in the same units), most shared units first:
+    ``{id, name, entity_type, shared_units}``."""
+    rows = conn.execute(
+        """SELECT e.id, e.name, e.entity_type, count(*) AS shared
+           FROM unit_entities a JOIN unit_entities b ON b.unit_id = a.unit_id
+           JOIN entities e ON e.id = b.entity_id
+           WHERE a.entity_id = %s AND b.entity_id <> a.entity_id
+           GROUP BY e.id, e.name, e.entity_type ORDER BY shared DESC, e.name LIMIT %s""",
+        (entity_id, limit)).fetchall()
+    return [{"id": str(r["id"]), "name": r["name"], "entity_type": r["entity_type"],
+             "shared_units": int(r["shared"])} for r in rows]
+
+
+def proposals_page(conn: Connection, bank_id: str, state: str | None, limit: int,
+                   offset: int) -> tuple[list[dict], int]:
+    """One page of entity-merge proposals, newest first, optionally in one ``state``:
+    ``{id, entity_a, entity_b ({id, name, mention_count}), score, reason, state, decided_by,
+    decided_at, created_at}``; ``(rows, total)``."""
+    where, params = "p.bank_id = %(b)s", {"b": bank_id, "s": state, "l": limit, "o": offset}
+    if state:
+        where += " AND p.state = %(s)s"
+    rows = conn.execute(
+        f"""SELECT p.*, a.name AS a_name, b.name AS b_name,
+                   (SELECT count(*) FROM unit_entities WHERE entity_id = a.id) AS a_n,
+                   (SELECT count(*) FROM unit_entities WHERE entity_id = b.id) AS b_n
+            FROM entity_merge_proposals p JOIN entities a ON a.id = p.entity_a
+            JOIN entities b ON b.id = p.entity_b
+            WHERE {where} ORDER BY p.created_at DESC, p.id DESC LIMIT %(l)s OFFSET %(o)s""",
+        params).fetchall()
+    total = conn.execute(f"SELECT count(*) AS n FROM entity_merge_proposals p WHERE {where}",
+                         params).fetchone()["n"]
+    return [{"id": str(r["id"]),
+             "entity_a": {"id": str(r["entity_a"]), "name": r["a_name"], "mention_count": r["a_n"]},
+             "entity_b": {"id": str(r["entity_b"]), "name": r["b_name"], "mention_count": r["b_n"]},
+             "score": round(float(r["score"]), 4), "reason": r["reason"], "state": r["state"],
+             "decided_by": r["decided_by"],
+             "decided_at": r["decided_at"].isoformat() if r["decided_at"] else None,
+             "created_at": r["created_at"].isoformat()} for r in rows], total
