@@ -5,13 +5,13 @@ had a vector when the last scan ran (:mod:`rcll.consolidate.dedup`); the beat ta
 scan for banks holding units created after it.
 
 Revision ID: 0013
-Revises: 0010
+Revises: 0012
 """
 
 from alembic import op
 
 revision = "0013"
-down_revision = "0010"
+down_revision = "0012"
 branch_labels = None
 depends_on = None
 
