@@ -5,11 +5,12 @@ from uuid import uuid4
 
 
 def _setup(client, services, bank: str) -> dict:
-    """Two chunk units by retain; a derived fact, an entity and links inserted directly (the
-    extraction and entity stages are other parts of issue 6)."""
+    """Three chunk units by retain (the entities stage finds Maya and Pixel in two of them); a
+    derived fact and its links and mentions inserted directly (no LLM in these tests)."""
     r = client.post(f"/v1/default/banks/{bank}/memories", json={"items": [
         {"content": "Maya: I adopted a grey cat called Pixel last Sunday.", "document_id": "m1"},
         {"content": "Maya: Pixel the cat sleeps on my keyboard all day.", "document_id": "m2"},
+        {"content": "my cat naps in the sun all week long", "document_id": "m3"},
     ], "async": False})
     assert r.get_json()["status"] == "succeeded"
     with services.pool.connection() as conn, conn.transaction():
@@ -23,13 +24,10 @@ def _setup(client, services, bank: str) -> dict:
                        'extract-v1') RETURNING id""", (bank,)).fetchone()["id"])
         conn.execute("""INSERT INTO memory_links (from_unit, to_unit, bank_id, type, weight)
                         VALUES (%s, %s, %s, 'derived_from', 1.0)""", (fact, chunks["m1"], bank))
-        ents = {}
-        for name in ("Maya", "Pixel"):
-            ents[name] = str(conn.execute(
-                """INSERT INTO entities (bank_id, name, normalized) VALUES (%s, %s, lower(%s))
-                   RETURNING id""", (bank, name, name)).fetchone()["id"])
-        for unit, name, mention in ((fact, "Maya", "Maya"), (fact, "Pixel", "Pixel"),
-                                    (chunks["m1"], "Maya", "Maya"), (chunks["m1"], "Pixel", "Pixel")):
+        ents = {r["name"]: str(r["id"]) for r in conn.execute(
+            "SELECT id, name FROM entities WHERE bank_id = %s", (bank,)).fetchall()}
+        assert set(ents) == {"Maya", "Pixel"}  # made by the entities stage
+        for unit, name, mention in ((fact, "Maya", "Maya"), (fact, "Pixel", "Pixel")):
             conn.execute("""INSERT INTO unit_entities (unit_id, entity_id, bank_id, mention)
                             VALUES (%s, %s, %s, %s)""", (unit, ents[name], bank, mention))
     return {"fact": fact, **chunks, **ents}
@@ -57,9 +55,12 @@ def test_a_derived_unit_shows_its_sources_links_and_entities(client, services):
     assert by_type[("in", "derived_from")]["unit_id"] == ids["fact"]
     assert by_type[("in", "derived_from")]["text"] == "Maya adopted a grey cat named Pixel."
     assert by_type[("in", "derived_from")]["live"] is True
-    # the link stage linked the two chunks about Pixel both ways
-    assert by_type[("out", "semantic")]["unit_id"] == ids["m2"]
-    assert 0.6 <= by_type[("out", "semantic")]["weight"] <= 1.0
+    # the link stage linked the two chunks about Pixel; the entities stage linked them by
+    # their shared entities
+    semantic = {x["unit_id"]: x["weight"] for x in chunk["links"]
+                if (x["direction"], x["type"]) == ("out", "semantic")}
+    assert ids["m2"] in semantic and 0.6 <= semantic[ids["m2"]] <= 1.0
+    assert ids["m2"] in {x["unit_id"] for x in chunk["links"] if x["type"] == "entity"}
     assert chunk["origin"] == "told" and chunk["sources"] == [] and chunk["document_id"] == "m1"
 
 
@@ -86,4 +87,7 @@ def test_recall_results_carry_their_entities(client, services):
                                             {"id": ids["Pixel"], "name": "Pixel"}]
     assert by_id[ids["fact"]]["entities"] == [{"id": ids["Maya"], "name": "Maya"},
                                               {"id": ids["Pixel"], "name": "Pixel"}]
-    assert by_id[ids["m2"]]["entities"] == []
+    # "Pixel" opens m2's sentence after the speaker prefix: a lone sentence-initial word is
+    # not taken as a name by the deterministic extractor
+    assert by_id[ids["m2"]]["entities"] == [{"id": ids["Maya"], "name": "Maya"}]
+    assert by_id[ids["m3"]]["entities"] == []
