@@ -9,7 +9,7 @@ from collections.abc import Callable
 from flask import Flask
 
 from api import errors
-from api.routes import banks, health, operations, recall, retain
+from api.routes import banks, closets, health, operations, recall, retain
 from rcll.bootstrap import Services, bootstrap
 from rcll.config import Settings
 
@@ -38,7 +38,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     app.extensions["rcll_enqueue"] = enqueue or celery_enqueuer(svc.settings)
     app.extensions["rcll_retain"] = svc.retain_service(app.extensions["rcll_enqueue"])
     errors.register(app)
-    for bp in (retain.bp, recall.bp, operations.bp, banks.bp, health.bp):
+    for bp in (retain.bp, recall.bp, operations.bp, banks.bp, health.bp, closets.bp):
         app.register_blueprint(bp)
     logging.basicConfig(level=logging.INFO)
     # Load the embedder in the background so the first recall does not pay for it.

@@ -7,7 +7,7 @@ from celery import Celery
 from kombu import Queue
 
 from rcll.config import Settings, get_settings
-from workers.queues import ROUTES, SWEEP_TASK, VECTOR_INDEX_TASK, QueueNames
+from workers.queues import CLOSET_CHECK_TASK, ROUTES, SWEEP_TASK, VECTOR_INDEX_TASK, QueueNames
 
 
 def make_celery(settings: Settings | None = None) -> Celery:
@@ -38,7 +38,11 @@ def make_celery(settings: Settings | None = None) -> Celery:
             "vector-indexes": {
                 "task": VECTOR_INDEX_TASK, "schedule": float(s.vector_index_interval_s),
                 "options": {"queue": QueueNames.MAINTENANCE,
-                            "expires": max(float(s.vector_index_interval_s), 1.0)}}},
+                            "expires": max(float(s.vector_index_interval_s), 1.0)}},
+            "closet-check": {
+                "task": CLOSET_CHECK_TASK, "schedule": float(s.closet_check_interval_s),
+                "options": {"queue": QueueNames.CONSOLIDATE,
+                            "expires": max(float(s.closet_check_interval_s), 1.0)}}},
         worker_hijack_root_logger=False,
     )
     return app

@@ -14,6 +14,8 @@ class QueueNames:
 
 SWEEP_TASK = "maintenance.sweep_jobs"  # the recovery sweep, scheduled by beat
 VECTOR_INDEX_TASK = "maintenance.vector_indexes"  # per-bank HNSW indexes, scheduled by beat
+CLOSETS_TASK = "consolidate.closets"  # one closets job (POST …/closets or the beat check)
+CLOSET_CHECK_TASK = "consolidate.closet_check"  # groups past closet_min_units, scheduled by beat
 
 
 def _routes() -> dict[str, dict[str, str]]:
@@ -21,7 +23,9 @@ def _routes() -> dict[str, dict[str, str]]:
 
     return {**{stage.task_name: {"queue": stage.queue} for stage in STAGES},
             SWEEP_TASK: {"queue": QueueNames.MAINTENANCE},
-            VECTOR_INDEX_TASK: {"queue": QueueNames.MAINTENANCE}}
+            VECTOR_INDEX_TASK: {"queue": QueueNames.MAINTENANCE},
+            CLOSETS_TASK: {"queue": QueueNames.CONSOLIDATE},
+            CLOSET_CHECK_TASK: {"queue": QueueNames.CONSOLIDATE}}
 
 
 ROUTES = _routes()

@@ -34,13 +34,16 @@ def sha256(text: str) -> str:
 
 @dataclass
 class RetainContext:
-    """What the write path needs: a pool, the classifier, the token counter, the embedder."""
+    """What the write path needs: a pool, the classifier, the token counter, the embedder,
+    and the LLM client (``None`` in chunk mode) with how many earlier facts extraction shows."""
 
     pool: ConnectionPool
     classifier: Classifier
     tokens: TokenCounter
     embedder: EmbedderHandle
     chunk_max_tokens: int = 512
+    llm: object | None = None  # rcll.llm.client.LLMClient; None in chunk mode
+    extract_recent_facts: int = 20
 
 
 def drafts_for(item: RetainItem, ctx: RetainContext) -> list[UnitDraft]:

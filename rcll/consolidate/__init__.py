@@ -1,0 +1,1 @@
+"""Consolidation (queue ``consolidate``): closets, summaries of a room x hall group."""
