@@ -293,34 +293,35 @@ def _probe(c: LLMConfig) -> str | None:
     return None
 
 
-_registered: set[str] = set()
+_registered: dict[str, str] = {}  # provider name -> the file its handler serves
 _register_lock = threading.Lock()
 
 
 def _register_providers(c: LLMConfig) -> None:
-    """Add the custom provider ``c.model`` needs to ``litellm.custom_provider_map`` (once)."""
+    """Put the custom provider ``c.model`` needs in ``litellm.custom_provider_map`` (again
+    only when its file changed: one handler per provider name per process)."""
     import litellm
 
     with _register_lock:
-        if c.model.startswith(REPLAY_PREFIX) and "rcll-replay" not in _registered:
+        if c.model.startswith(REPLAY_PREFIX):
             from rcll.llm.replay import ReplayLLM
 
-            handler = ReplayLLM(c.replay_path)
-            name = "rcll-replay"
-        elif c.model.startswith(OFFLINE_PREFIX) and "rcll-offline" not in _registered:
+            name, key, make = "rcll-replay", str(c.replay_path), lambda: ReplayLLM(c.replay_path)
+        elif c.model.startswith(OFFLINE_PREFIX):
             from rcll.llm.offline import OfflineLLM
 
-            handler = OfflineLLM(c.model_path)
-            name = "rcll-offline"
+            name, key, make = "rcll-offline", str(c.model_path), lambda: OfflineLLM(c.model_path)
         else:
+            return
+        if _registered.get(name) == key:
             return
         litellm.custom_provider_map = [
             *[p for p in litellm.custom_provider_map if p["provider"] != name],
-            {"provider": name, "custom_handler": handler}]
+            {"provider": name, "custom_handler": make()}]
         from litellm.utils import custom_llm_setup
 
         custom_llm_setup()
-        _registered.add(name)
+        _registered[name] = key
 
 
 def usage_json(usage: LLMUsage) -> str:
