@@ -116,8 +116,10 @@ def run(s: Settings, args) -> None:
                                  AND origin = 'derived' ORDER BY created_at LIMIT 3""",
                               (bank,)).fetchall()
     facts = sum(r["n"] for r in kinds if r["origin"] == "derived")
+    shown = ("units_created", "facts_created", "chunks_extracted", "chunks_failed",
+             "units_embedded")
     print(f"retain job: {op['status']} in {dt:.1f} s ({dt / len(items):.3f} s/turn), "
-          f"counts {json.dumps({k: op['counts'].get(k) for k in ('units_created', 'facts_created', 'chunks_extracted', 'chunks_failed', 'units_embedded')})}")
+          f"counts {json.dumps({k: op['counts'].get(k) for k in shown})}")
     print("units by origin/kind:", {f"{r['origin']}/{r['kind']}": r["n"] for r in kinds},
           f"embedded {emb}")
     print(f"facts {facts} = {facts / len(items):.2f} facts/turn; extraction version "
@@ -148,7 +150,8 @@ def run(s: Settings, args) -> None:
 
     bad = {"content": f"Caroline: this turn gets a reply that is never JSON {BAD_MARK}",
            "document_id": f"{args.conversation}/bad", "timestamp": items[-1].get("timestamp")}
-    good = {**items[0], "document_id": f"{args.conversation}/again", "content": items[0]["content"] + " (again)"}
+    good = {**items[0], "document_id": f"{args.conversation}/again",
+            "content": items[0]["content"] + " (again)"}
     resp = client.post(f"/v1/default/banks/{bank}/memories", json={"items": [bad, good]})
     fop = wait(client, bank, resp.get_json()["operation_id"])
     print(f"failing reply job: {fop['status']}; reason: {fop['error'][:300]}")

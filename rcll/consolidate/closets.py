@@ -130,16 +130,16 @@ def run_closets(ctx: RetainContext, job_id: str, max_units: int = 40) -> None:
     return None
 
 
-def enqueue_due(pool, llm_configured: bool, min_units: int,
-                send: Callable[[str], None]) -> list[str]:
-    """The beat check: a ``closets`` job for every group with ``min_units`` live units newer
-    than its latest closet (at most one job queued or running per bank), each sent with
-    ``send(job_id)``. Chunk mode does nothing. Returns the job ids."""
+def enqueue_due(pool, llm_configured: bool, min_units: int, send: Callable[[str], None],
+                bank_id: str | None = None) -> list[str]:
+    """The beat check: a ``closets`` job for a group with ``min_units`` live units newer than
+    its latest closet (at most one job queued or running per bank; optionally one bank
+    only), each sent with ``send(job_id)``. Chunk mode does nothing. Returns the job ids."""
     if not llm_configured:
         return []
     made = []
     with pool.connection() as conn:
-        due = closets.due_groups(conn, min_units)
+        due = closets.due_groups(conn, min_units, bank_id=bank_id)
         seen_banks: set[str] = set()
         for g in due:
             if g["bank_id"] in seen_banks:

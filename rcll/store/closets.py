@@ -86,9 +86,11 @@ def list_page(conn: Connection, bank_id: str, room: str | None, hall: str | None
     return rows, total
 
 
-def due_groups(conn: Connection, min_units: int, limit: int = 20) -> list[dict]:
+def due_groups(conn: Connection, min_units: int, limit: int = 20,
+               bank_id: str | None = None) -> list[dict]:
     """Groups (``bank_id``, ``room``, ``hall``) with at least ``min_units`` live units newer
-    than their latest closet, in banks with no closets job queued or running."""
+    than their latest closet, in banks with no closets job queued or running (optionally
+    one bank only)."""
     return conn.execute(
         f"""SELECT mu.bank_id, mu.room, mu.hall, count(*) AS units
             FROM memory_units mu
@@ -99,8 +101,10 @@ def due_groups(conn: Connection, min_units: int, limit: int = 20) -> list[dict]:
                      AND c.room = mu.room AND c.hall = mu.hall), '-infinity')
               AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.bank_id = mu.bank_id
                                 AND j.kind = 'closets' AND j.state IN ('queued', 'running'))
+              AND (%s::text IS NULL OR mu.bank_id = %s)
             GROUP BY mu.bank_id, mu.room, mu.hall HAVING count(*) >= %s
-            ORDER BY count(*) DESC LIMIT %s""", (min_units, limit)).fetchall()
+            ORDER BY count(*) DESC LIMIT %s""",
+        (bank_id, bank_id, min_units, limit)).fetchall()
 
 
 def to_json(row: dict) -> dict:

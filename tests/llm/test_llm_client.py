@@ -96,3 +96,10 @@ def test_health_without_a_call(tmp_path):
                                   model_path=tmp_path / "none.gguf"))
     h = missing.health()
     assert h["ok"] is False and "not found" in h["error"]
+
+
+def test_offline_without_its_model_file_is_unavailable(tmp_path):
+    client = LLMClient(LLMConfig(provider="offline", model="rcll-offline/none",
+                                 model_path=tmp_path / "none.gguf", max_retries=0))
+    with pytest.raises(LLMUnavailable, match="GGUF model file not found"):
+        client.complete_json([{"role": "user", "content": "hi"}], Tiny)

@@ -54,7 +54,7 @@ def llm_settings(settings, tmp_path_factory):
         "llm_provider": "litellm", "llm_model": "rcll-replay/test", "llm_replay_path": path,
         "llm_backoff_s": 0.01, "llm_max_retries": 2, "llm_input_cost_per_token": 1e-6,
         "llm_output_cost_per_token": 2e-6, "llm_health_ttl_s": 0, "closet_max_units": 10,
-        "closet_check_interval_s": 3600})
+        "closet_min_units": 10**9, "closet_check_interval_s": 3600})  # beat checks: no-ops
 
 
 @pytest.fixture(scope="module")
@@ -226,6 +226,31 @@ def test_closets_made_on_request_stored_embedded_and_recalled(llm_client, llm_sv
     recall = llm_client.post("/v1/default/banks/llm-closet/memories/recall",
                              json={"query": closet["summary"][:80], "limit": 50}).get_json()
     assert any(r["kind"] == "summary" and r["id"] == closet["unit_id"] for r in recall["results"])
+
+
+def test_closet_check_enqueues_groups_past_the_threshold(llm_client, llm_svc, llm_worker):
+    from rcll.consolidate import closets
+    from workers.celery_app import make_celery
+    from workers.queues import CLOSETS_TASK
+
+    items = [{"content": f"Ines: deploy {i} of the payment gateway went out.", "document_id": f"i{i}"}
+             for i in range(4)]
+    assert retain(llm_client, "llm-beat", items)["status"] == "succeeded"
+    celery = make_celery(llm_worker)
+    sent: list[str] = []
+
+    def send(job_id):
+        sent.append(job_id)
+        celery.send_task(CLOSETS_TASK, args=[job_id], queue="consolidate")
+
+    assert closets.enqueue_due(llm_svc.pool, False, 1, send, bank_id="llm-beat") == []  # chunk mode
+    assert closets.enqueue_due(llm_svc.pool, True, 100, send, bank_id="llm-beat") == []  # too few
+    made = closets.enqueue_due(llm_svc.pool, True, 3, send, bank_id="llm-beat")
+    assert len(made) == 1 and sent == made
+    op = wait_job(llm_client, "llm-beat", made[0])
+    assert op["status"] == "succeeded" and op["counts"]["closets_created"] == 1
+    # the group's units are now older than its closet: nothing is due any more
+    assert closets.enqueue_due(llm_svc.pool, True, 3, send, bank_id="llm-beat") == []
 
 
 def test_closets_in_chunk_mode_are_refused(client):
