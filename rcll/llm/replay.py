@@ -54,12 +54,28 @@ def _between(text: str, start: str, end: str) -> str | None:
     return text[i + len(start):j].strip() if i >= 0 and j > i else None
 
 
+def _names(sentence: str) -> list[str]:
+    """Capitalised word runs, leading openers (``Hey``, ``The``…) dropped; a single word that
+    starts the sentence is skipped (most are not names: ``Let``, ``Keep``)."""
+    out: dict[str, None] = {}
+    for m in _NAME.finditer(sentence):
+        words = m.group(0).split()
+        lead = 0
+        while lead < len(words) and words[lead] in _STOP:
+            lead += 1
+        words = words[lead:]
+        if not words or (m.start() == 0 and lead == 0 and len(words) == 1):
+            continue
+        out.setdefault(" ".join(words), None)
+    return list(out)
+
+
 def echo_reply(schema_name: str, prompt: str) -> str:
     """A plausible valid reply built from the prompt, so long runs need no script.
 
     ``ExtractionReply``: one fact per sentence of the text between ``<chunk>`` tags (the
-    speaker prefix ``"Name: "`` kept on each fact), entities = capitalised words (not common
-    sentence openers) plus the speaker, ``caused_by`` the previous fact when a sentence says
+    speaker prefix ``"Name: "`` kept on each fact), entities = the speaker and capitalised
+    word runs (:func:`_names`), ``caused_by`` the previous fact when a sentence says
     ``because``/``so that``. ``ClosetReply``: the first sentence of the first five units
     between ``<units>`` tags. Anything else: ``{}``."""
     if schema_name == "ExtractionReply":
@@ -72,7 +88,7 @@ def echo_reply(schema_name: str, prompt: str) -> str:
         for sentence in (s.strip() for s in _SENTENCE.split(body)):
             if len(sentence) < 3:
                 continue
-            names = [n for n in dict.fromkeys(_NAME.findall(sentence)) if n not in _STOP]
+            names = _names(sentence)
             if speaker:
                 names = [speaker, *[n for n in names if n != speaker]]
             facts.append({"text": f"{speaker} said: {sentence}" if speaker else sentence,
