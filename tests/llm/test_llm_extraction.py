@@ -41,6 +41,7 @@ SCRIPTS = [
     {"match": "MARK-NEW", "replies": [facts_reply({"text": "Dana now works at Globex.",
                                                    "entities": ["Dana", "Globex"],
                                                    "supersedes": ["E1"]})]},
+    {"match": "MARK-DOWN", "replies": [{"error": "unavailable"}]},
     {"match": "MARK-SLOW", "replies": [{"delay_s": 0.6, "json": {"facts": [
         {"text": "Slow fact one."}, {"text": "Slow fact two."}]}}]},
 ]
@@ -173,6 +174,15 @@ def test_all_chunks_failing_fails_the_job_with_the_reason(llm_client, llm_svc, m
     assert op["item_errors"][0]["error"].startswith("LLMReplyInvalid")
 
 
+def test_provider_down_stops_the_stage_and_fails_the_job(llm_client, llm_svc):
+    items = [{"content": f"Hal: note {i} MARK-DOWN", "document_id": f"down{i}"} for i in range(5)]
+    op = retain(llm_client, "llm-down", items)
+    assert op["status"] == "failed", op
+    assert "LLMUnavailable" in op["error"] and "2 chunks not extracted" in op["error"]
+    assert op["counts"]["chunks_failed"] == 3 and op["counts"]["chunks_not_extracted"] == 2
+    assert op["llm_usage"]["calls"] == 9  # 3 chunks x (1 + 2 retries), then it stopped
+
+
 def test_supersedes_keeps_the_old_fact(llm_client, llm_svc):
     assert retain(llm_client, "llm-sup", [{"content": "Dana: MARK-OLD"}])["status"] == "succeeded"
     assert retain(llm_client, "llm-sup", [{"content": "Dana: MARK-NEW"}])["status"] == "succeeded"
@@ -251,6 +261,21 @@ def test_closet_check_enqueues_groups_past_the_threshold(llm_client, llm_svc, ll
     assert op["status"] == "succeeded" and op["counts"]["closets_created"] == 1
     # the group's units are now older than its closet: nothing is due any more
     assert closets.enqueue_due(llm_svc.pool, True, 3, send, bank_id="llm-beat") == []
+
+
+def test_a_lost_closets_job_is_resent_by_the_sweep(llm_client, llm_svc):
+    """A closets job whose message never reached the broker is found by the recovery sweep
+    (beat) by its stage name and sent to the closets task, not to the retain stages."""
+    from rcll.consolidate import closets
+
+    items = [{"content": f"Jo: backup {i} of the archive finished.", "document_id": f"j{i}"}
+             for i in range(3)]
+    assert retain(llm_client, "llm-lost", items)["status"] == "succeeded"
+    with llm_svc.pool.connection() as conn, conn.transaction():
+        job = closets.create_job(conn, "llm-lost", None, None)  # never sent
+    op = wait_job(llm_client, "llm-lost", str(job["id"]), timeout_s=60)
+    assert op["status"] == "succeeded" and op["kind"] == "closets", op
+    assert op["counts"]["closets_created"] >= 1
 
 
 def test_closets_in_chunk_mode_are_refused(client):
