@@ -16,7 +16,6 @@ other refusal: bad request, authentication, unknown model).
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import threading
@@ -76,6 +75,7 @@ class LLMUsage:
         self.retries += other.retries
 
     def as_dict(self) -> dict:
+        """The totals as JSON-ready values (cost rounded to 1e-8 USD)."""
         return {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
                 "cost_usd": round(self.cost_usd, 8), "calls": self.calls, "retries": self.retries}
 
@@ -156,6 +156,7 @@ class LLMClient:
 
     @property
     def model(self) -> str:
+        """The litellm model string calls use (stored on closets as ``model``)."""
         return self.config.model
 
     def _call(self, messages: list[dict], schema: type[BaseModel], max_tokens: int | None):
@@ -322,8 +323,3 @@ def _register_providers(c: LLMConfig) -> None:
 
         custom_llm_setup()
         _registered[name] = key
-
-
-def usage_json(usage: LLMUsage) -> str:
-    """``usage`` as a JSON string (for a ``jsonb`` parameter)."""
-    return json.dumps(usage.as_dict())

@@ -32,13 +32,15 @@ from rcll.store import facts, item_errors, jobs
 
 log = logging.getLogger(__name__)
 STAGE = "extract"
+# Chosen, not measured: three chunks in a row is a provider outage, not one bad chunk.
 STOP_AFTER_UNAVAILABLE = 3
 PROGRESS_EVERY = 10
 MAX_ENTITY_CHARS = 200
 MAX_ENTITIES = 20
-# Years outside this range are not a plausible time of something said in a memory.
+# Chosen bounds: years outside them are not a plausible time of something said in a memory.
 MIN_YEAR, MAX_YEAR = 1000, 2200
-# How far (days) a date grounded only by a relative expression may lie from the item's time.
+# How far (days) a date grounded only by a relative expression may lie from the item's time:
+# a year and a month covers "last year", "next spring" (chosen, not measured).
 RELATIVE_WINDOW_DAYS = 400
 _TIME_WORDS = re.compile(
     r"\b(today|tonight|yesterday|tomorrow|ago|last|next|this (?:week|month|year|weekend|"
