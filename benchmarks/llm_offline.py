@@ -33,15 +33,19 @@ def main() -> None:
     ap.add_argument("--conversation", default="conv-30")
     ap.add_argument("--data", default="/work/shared/data/locomo")
     ap.add_argument("--max-retries", type=int, default=1)
+    ap.add_argument("--max-tokens", type=int, default=768)
     args = ap.parse_args()
     path = Path(args.model_path)
     client = LLMClient(LLMConfig(provider="offline", model=f"rcll-offline/{path.stem}",
                                  model_path=path, max_retries=args.max_retries, backoff_s=0,
-                                 max_tokens=512, timeout_s=300))
+                                 max_tokens=args.max_tokens, timeout_s=300))
     items = load_locomo(args.data).banks[f"eval-locomo-{args.conversation}"][:args.turns]
     t_load = time.monotonic()
-    client.complete_json([{"role": "user", "content": "Return {\"facts\": []}."}],
-                         extract_facts.ExtractionReply)  # loads the model once
+    try:  # loads the model once; a tiny model may not even answer this validly
+        client.complete_json([{"role": "user", "content": "Return {\"facts\": []}."}],
+                             extract_facts.ExtractionReply)
+    except LLMError as exc:
+        print(f"warm-up reply invalid: {str(exc)[:120]}")
     load_s = time.monotonic() - t_load
     n_facts = valid = dated = 0
     prompt_toks = completion_toks = retries = 0

@@ -17,6 +17,19 @@ import litellm
 from litellm import CustomLLM
 from litellm.types.utils import Usage
 
+# llama.cpp unrolls these bounds into grammar repetitions that exceed its limits (a 2000-char
+# string is 2000 nested rules); the reply is validated against the full schema afterwards.
+_UNROLLED_BOUNDS = ("maxLength", "minLength", "maxItems", "minItems")
+
+
+def grammar_schema(schema):
+    """``schema`` without length and item-count bounds (see :data:`_UNROLLED_BOUNDS`)."""
+    if isinstance(schema, dict):
+        return {k: grammar_schema(v) for k, v in schema.items() if k not in _UNROLLED_BOUNDS}
+    if isinstance(schema, list):
+        return [grammar_schema(v) for v in schema]
+    return schema
+
 
 class OfflineLLM(CustomLLM):
     """litellm custom provider around ``llama_cpp.Llama(model_path)``."""
@@ -47,8 +60,8 @@ class OfflineLLM(CustomLLM):
         fmt = params.get("response_format")
         response_format = None
         if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
-            response_format = {"type": "json_object",
-                               "schema": (fmt.get("json_schema") or {}).get("schema")}
+            response_format = {"type": "json_object", "schema": grammar_schema(
+                (fmt.get("json_schema") or {}).get("schema"))}
         with self._lock:
             llama = self._load()
             out = llama.create_chat_completion(
