@@ -63,6 +63,26 @@ class Services:
         limit = self.settings.chunk_max_tokens
         return min(limit, window) if window else limit
 
+    @cached_property
+    def llm(self):
+        """The LLM client (:class:`rcll.llm.client.LLMClient`), ``None`` in chunk mode."""
+        if self.settings.llm_provider == "none":
+            return None
+        from rcll.llm.client import LLMClient, LLMConfig
+
+        return LLMClient(LLMConfig.from_settings(self.settings))
+
+    def llm_health(self) -> dict:
+        """``checks.llm`` of ``/readyz``: ``{provider, model, ok, error?}``; chunk mode
+        ``{"provider": "none", "ok": true}``. Never raises."""
+        if self.settings.llm_provider == "none":
+            return {"provider": "none", "ok": True}
+        try:
+            return self.llm.health()
+        except Exception as exc:
+            return {"provider": self.settings.llm_provider, "model": self.settings.llm_model,
+                    "ok": False, "error": f"{type(exc).__name__}: {exc}"}
+
     def retain_context(self) -> RetainContext:
         """The write path's context; ``skip_stages`` from ``retain_skip_stages``."""
         s = self.settings
@@ -70,7 +90,9 @@ class Services:
                              embedder=self.embedder, chunk_max_tokens=self.chunk_tokens,
                              skip_stages=skip_stages(s.retain_skip_stages),
                              semantic_link_top_k=self.settings.semantic_link_top_k,
-                             semantic_link_min_cosine=self.settings.semantic_link_min_cosine)
+                             semantic_link_min_cosine=self.settings.semantic_link_min_cosine,
+                             llm=self.llm,
+                             extract_recent_facts=self.settings.extract_recent_facts)
 
     def retain_service(self, enqueue: Callable[[str, str], None]) -> RetainService:
         """The retain service over this process's pool, sending stages with ``enqueue``."""

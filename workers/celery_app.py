@@ -7,7 +7,14 @@ from celery import Celery
 from kombu import Queue
 
 from rcll.config import Settings, get_settings
-from workers.queues import DEDUP_SWEEP_TASK, ROUTES, SWEEP_TASK, VECTOR_INDEX_TASK, QueueNames
+from workers.queues import (
+    CLOSET_CHECK_TASK,
+    DEDUP_SWEEP_TASK,
+    ROUTES,
+    SWEEP_TASK,
+    VECTOR_INDEX_TASK,
+    QueueNames,
+)
 
 
 def make_celery(settings: Settings | None = None) -> Celery:
@@ -42,7 +49,11 @@ def make_celery(settings: Settings | None = None) -> Celery:
             "dedup-sweep": {
                 "task": DEDUP_SWEEP_TASK, "schedule": float(s.dedup_scan_interval_s),
                 "options": {"queue": QueueNames.CONSOLIDATE,
-                            "expires": max(float(s.dedup_scan_interval_s), 1.0)}}},
+                            "expires": max(float(s.dedup_scan_interval_s), 1.0)}},
+            "closet-check": {
+                "task": CLOSET_CHECK_TASK, "schedule": float(s.closet_check_interval_s),
+                "options": {"queue": QueueNames.CONSOLIDATE,
+                            "expires": max(float(s.closet_check_interval_s), 1.0)}}},
         worker_hijack_root_logger=False,
     )
     return app

@@ -16,6 +16,8 @@ SWEEP_TASK = "maintenance.sweep_jobs"  # the recovery sweep, scheduled by beat
 VECTOR_INDEX_TASK = "maintenance.vector_indexes"  # per-bank HNSW indexes, scheduled by beat
 DEDUP_SWEEP_TASK = "consolidate.dedup_sweep"  # beat: enqueue dedup scans of banks with new units
 DEDUP_SCAN_TASK = "consolidate.dedup_scan"  # one bank's dedup scan (args: [bank_id])
+CLOSETS_TASK = "consolidate.closets"  # one closets job (POST …/closets or the beat check)
+CLOSET_CHECK_TASK = "consolidate.closet_check"  # groups past closet_min_units, scheduled by beat
 
 
 def _routes() -> dict[str, dict[str, str]]:
@@ -25,7 +27,9 @@ def _routes() -> dict[str, dict[str, str]]:
             SWEEP_TASK: {"queue": QueueNames.MAINTENANCE},
             VECTOR_INDEX_TASK: {"queue": QueueNames.MAINTENANCE},
             DEDUP_SWEEP_TASK: {"queue": QueueNames.CONSOLIDATE},
-            DEDUP_SCAN_TASK: {"queue": QueueNames.CONSOLIDATE}}
+            DEDUP_SCAN_TASK: {"queue": QueueNames.CONSOLIDATE},
+            CLOSETS_TASK: {"queue": QueueNames.CONSOLIDATE},
+            CLOSET_CHECK_TASK: {"queue": QueueNames.CONSOLIDATE}}
 
 
 ROUTES = _routes()

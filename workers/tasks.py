@@ -3,20 +3,30 @@ work to ``rcll.retain``; ``maintenance.sweep_jobs`` (run by beat) re-sends what 
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import logging
 
 import psycopg
 from celery.signals import worker_process_init
 
 from rcll.bootstrap import Services, bootstrap
-from rcll.consolidate import dedup
+from rcll.consolidate import closets, dedup
 from rcll.db import is_transient
 from rcll.errors import BankNotFound
 from rcll.retain import lease, pipeline, recovery, stages
 from rcll.retain.stages import Stage
 from rcll.store import vector_index
 from workers.celery_app import app
-from workers.queues import DEDUP_SCAN_TASK, DEDUP_SWEEP_TASK, SWEEP_TASK, VECTOR_INDEX_TASK, QueueNames
+from workers.queues import (
+    CLOSET_CHECK_TASK,
+    CLOSETS_TASK,
+    DEDUP_SCAN_TASK,
+    DEDUP_SWEEP_TASK,
+    SWEEP_TASK,
+    VECTOR_INDEX_TASK,
+    QueueNames,
+)
 
 log = logging.getLogger(__name__)
 _services: Services | None = None
@@ -132,3 +142,34 @@ def dedup_scan_task(self, bank_id: str) -> dict | None:
         if is_transient(exc):
             raise self.retry(exc=exc, countdown=2 ** min(self.request.retries, 5))
         raise
+
+
+@app.task(name=CLOSETS_TASK, bind=True, max_retries=len(stages.RETRY_DELAYS_S))
+def closets_task(self, job_id: str) -> None:
+    """A ``closets`` job (queue ``consolidate``) under the job's lease
+    (:func:`rcll.consolidate.closets.run_closets`); it ends the job itself."""
+    svc = services()
+    s = svc.settings
+    step = dataclasses.replace(stages.JOB_STEPS[closets.STAGE], run=functools.partial(
+        closets.run_closets, max_units=s.closet_max_units))
+    try:
+        with lease.hold(svc.pool, job_id, step.name, first=False, lease_s=s.job_stale_after_s,
+                        owner=lease.new_owner(self.request.id)) as held:
+            if held:
+                _run(self, step, job_id)
+    except psycopg.OperationalError as exc:
+        raise self.retry(exc=exc, countdown=2 ** min(self.request.retries, 5))
+
+
+@app.task(name=CLOSET_CHECK_TASK, ignore_result=True)
+def closet_check_task() -> int:
+    """Beat-scheduled (queue ``consolidate``): a closets job for groups past
+    ``closet_min_units`` new units (:func:`rcll.consolidate.closets.enqueue_due`); nothing in
+    chunk mode. Returns how many jobs it sent."""
+    svc = services()
+    s = svc.settings
+
+    def send(job_id: str) -> None:
+        app.send_task(CLOSETS_TASK, args=[job_id], queue=QueueNames.CONSOLIDATE)
+
+    return len(closets.enqueue_due(svc.pool, s.llm_provider != "none", s.closet_min_units, send))

@@ -54,7 +54,7 @@ def _broker_ok(url: str) -> bool:
 
 @bp.get("/readyz")
 def readyz():
-    """``{"ready", "checks": {database, broker, embedder, tokenizer}, "mode"}``; 200 when the
+    """``{"ready", "checks": {database, broker, embedder, tokenizer, llm}, "mode"}``; 200 when the
     database and the broker answer, else 503 with ``Retry-After``. Errors are logged, not
     returned."""
     svc = services()
@@ -72,6 +72,7 @@ def readyz():
         log.warning("readyz: embedder not loaded: %s", status.get("error"))
         checks["embedder"]["error"] = "not loaded"
     checks["tokenizer"] = {"ok": svc.tokens.exact, "exact": svc.tokens.exact}
+    checks["llm"] = svc.llm_health()  # cached probe; an LLM outage degrades, never unready
     ready = checks["database"]["ok"] and checks["broker"]["ok"]
     resp = jsonify({"ready": ready, "checks": checks,
                     "mode": "B" if checks["embedder"]["ok"] else "A"})

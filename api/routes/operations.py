@@ -8,7 +8,7 @@ from api.deps import services
 from api.errors import APIError
 from api.paging import page_body, page_params
 from api.schemas import check_bank_id
-from rcll.store import banks, jobs
+from rcll.store import banks, item_errors, jobs
 
 bp = Blueprint("operations", __name__)
 STATES = ("queued", "running", "succeeded", "failed", "partial")
@@ -18,7 +18,11 @@ STATES = ("queued", "running", "succeeded", "failed", "partial")
 def operation(bank_id: str, operation_id: str):
     check_bank_id(bank_id)
     with services().pool.connection() as conn:
-        return jsonify(jobs.to_json(jobs.get(conn, operation_id, bank_id)))
+        op = jobs.to_json(jobs.get(conn, operation_id, bank_id))
+        rows, total = item_errors.list_for_job(conn, op["id"])
+    op["item_errors"] = [item_errors.to_json(r) for r in rows]  # raw LLM replies kept
+    op["item_errors_total"] = total
+    return jsonify(op)
 
 
 @bp.get("/v1/default/banks/<bank_id>/operations")

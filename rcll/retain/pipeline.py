@@ -34,7 +34,8 @@ def sha256(text: str) -> str:
 
 @dataclass
 class RetainContext:
-    """What the write path needs: a pool, the classifier, the token counter, the embedder."""
+    """What the write path needs: a pool, the classifier, the token counter, the embedder,
+    and the LLM client (``None`` in chunk mode) with how many earlier facts extraction shows."""
 
     pool: ConnectionPool
     classifier: Classifier
@@ -44,6 +45,8 @@ class RetainContext:
     skip_stages: frozenset[str] = frozenset()
     semantic_link_top_k: int = 5
     semantic_link_min_cosine: float = 0.60
+    llm: object | None = None  # rcll.llm.client.LLMClient; None in chunk mode
+    extract_recent_facts: int = 20
 
 
 def drafts_for(item: RetainItem, ctx: RetainContext) -> list[UnitDraft]:

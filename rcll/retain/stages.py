@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from rcll.retain import entity_stage, link_stage, pipeline
+from rcll.consolidate import closets
+from rcll.retain import entity_stage, extraction, link_stage, pipeline
 from rcll.retain.pipeline import RetainContext
 
 
@@ -29,25 +30,28 @@ class Stage:
     name: str
     queue: str
     run: Callable[[RetainContext, str], dict | None]
+    task: str | None = None  # a task name other than retain.<name> (jobs of other kinds)
 
     @property
     def task_name(self) -> str:
-        """The stable Celery task name, ``retain.<name>``."""
-        return f"retain.{self.name}"
-
-
-def _noop(ctx: RetainContext, job_id: str) -> dict | None:
-    """Placeholder for a stage not built yet: passes the job on unchanged."""
-    return {}
+        """The stable Celery task name, ``retain.<name>`` unless ``task`` names another."""
+        return self.task or f"retain.{self.name}"
 
 
 STAGES: tuple[Stage, ...] = (
     Stage("chunk", "extract", pipeline.run_chunk),
-    Stage("extract", "extract", _noop),
+    Stage("extract", "extract", extraction.run_extract),
     Stage("entities", "extract", entity_stage.run_entities),
     Stage("embed", "embed", pipeline.run_embed),
     Stage("link", "embed", link_stage.run_link),
 )
+
+# Jobs of other kinds run one leased step that ends the job itself (returns None); the job's
+# ``stage`` names it from creation, so the recovery sweep re-sends it here (:func:`by_name`).
+JOB_STEPS: dict[str, Stage] = {
+    closets.STAGE: Stage(closets.STAGE, "consolidate", closets.run_closets,
+                         task="consolidate.closets"),
+}
 
 
 # Seconds before each retry of a stage that met a database outage (rcll.db.is_transient):
@@ -72,6 +76,8 @@ def by_name(name: str | None) -> Stage:
     for stage in STAGES:
         if stage.name == name:
             return stage
+    if name in JOB_STEPS:
+        return JOB_STEPS[name]
     return STAGES[0]
 
 

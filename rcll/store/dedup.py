@@ -5,7 +5,7 @@ may see and stores each pair at or above a cosine floor as an ``open`` proposal
 (``unit_a < unit_b``; an existing pair, whatever its state, is left as it is). A person or an
 agent then decides each one (:func:`decide`): ``merge`` supersedes one unit by the other
 (history kept, nothing deleted), ``keep`` closes the proposal. ``dedup_scans`` (migration
-0013) remembers up to which creation time each bank was scanned (:func:`banks_due`).
+0012) remembers up to which creation time each bank was scanned (:func:`banks_due`).
 """
 
 from __future__ import annotations

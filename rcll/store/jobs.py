@@ -18,7 +18,7 @@ from rcll.errors import JobNotFound, Rejected
 
 TERMINAL = ("succeeded", "failed", "partial")
 PUBLIC_COLUMNS = ("id, bank_id, kind, state, stage, counts, error, attempts, resends, "
-                  "lease_expiries, "
+                  "lease_expiries, llm_usage, "
                   "idempotency_key, created_at, updated_at, started_at, finished_at")
 
 

@@ -130,11 +130,17 @@ def apply_version(conn: Connection, bank_id: str, job_id: str, version: Document
         ).fetchone()
         created += bool(row["inserted"])
     if not doc["inserted"]:  # a new document has no other units
+        # derived units (facts) stay live while the chunk they derive from is in this version
+        hashes = [d.chunk_hash for d in drafts]
         conn.execute(
-            """UPDATE memory_units SET invalidated_reason = 'document_replaced'
-               WHERE document_id = %s AND invalidated_reason IS NULL
-                 AND NOT (chunk_hash = ANY(%s))""",
-            (doc_uuid, [d.chunk_hash for d in drafts]),
+            """UPDATE memory_units mu SET invalidated_reason = 'document_replaced'
+               WHERE mu.document_id = %s AND mu.invalidated_reason IS NULL
+                 AND NOT (mu.chunk_hash = ANY(%s))
+                 AND NOT (mu.origin = 'derived' AND EXISTS (
+                     SELECT 1 FROM memory_links l JOIN memory_units c ON c.id = l.to_unit
+                     WHERE l.from_unit = mu.id AND l.type = 'derived_from'
+                       AND c.document_id = mu.document_id AND c.chunk_hash = ANY(%s)))""",
+            (doc_uuid, hashes, hashes),
         )
     return VersionResult(created, len(drafts) - created, False, revision)
 

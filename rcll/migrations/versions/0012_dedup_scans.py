@@ -4,14 +4,14 @@
 had a vector when the last scan ran (:mod:`rcll.consolidate.dedup`); the beat task enqueues a
 scan for banks holding units created after it.
 
-Revision ID: 0013
-Revises: 0012
+Revision ID: 0012
+Revises: 0011
 """
 
 from alembic import op
 
-revision = "0013"
-down_revision = "0012"
+revision = "0012"
+down_revision = "0011"
 branch_labels = None
 depends_on = None
 

@@ -6,13 +6,13 @@ entity without reading all of them (entity links, bounded per mention).
 ``memory_units (bank_id, mentioned_at, created_at)`` serves temporal links (the units just
 before a unit on its bank's timeline).
 
-Revision ID: 0012
+Revision ID: 0011
 Revises: 0010
 """
 
 from alembic import op
 
-revision = "0012"
+revision = "0011"
 down_revision = "0010"
 branch_labels = None
 depends_on = None

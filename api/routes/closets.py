@@ -1,0 +1,78 @@
+"""Closets: ``POST …/closets`` makes a ``closets`` job (queue ``consolidate``, 202 + operation
+id); ``GET …/closets`` lists a bank's closets with their source unit ids (paged)."""
+
+from __future__ import annotations
+
+import logging
+
+from flask import Blueprint, jsonify, request
+
+from api.deps import enqueue, services
+from api.errors import APIError
+from api.paging import page_body, page_params
+from api.schemas import check_bank_id
+from rcll.consolidate import closets as consolidate
+from rcll.retain import pipeline
+from rcll.store import banks, closets, jobs
+from workers.queues import CLOSETS_TASK
+
+bp = Blueprint("closets", __name__)
+log = logging.getLogger(__name__)
+MAX_NAME_CHARS = 100
+
+
+def _name(body: dict, field: str) -> str | None:
+    value = body.get(field)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not 1 <= len(value) <= MAX_NAME_CHARS:
+        raise APIError(400, "invalid_request",
+                       f"{field} must be a string of 1-{MAX_NAME_CHARS} characters",
+                       {"field": field})
+    return value
+
+
+@bp.post("/v1/default/banks/<bank_id>/closets")
+def make_closets(bank_id: str):
+    """Body (optional): ``{"room", "hall"}``. 202 ``{"operation_id", "status", "operation"}``;
+    400 ``llm_not_configured`` in chunk mode; 404 ``bank_not_found``; 503
+    ``queue_unavailable`` when the job could not be enqueued (it is ``failed``)."""
+    check_bank_id(bank_id)
+    svc = services()
+    if svc.settings.llm_provider == "none":
+        raise APIError(400, "llm_not_configured",
+                       "closets need an LLM; set RCLL_LLM_PROVIDER (chunk mode makes none)")
+    body = request.get_json(silent=True) if request.data else {}
+    if not isinstance(body, dict):
+        raise APIError(400, "invalid_request", "request body must be a JSON object")
+    unknown = set(body) - {"room", "hall"}
+    if unknown:
+        raise APIError(400, "invalid_request", f"unknown fields: {', '.join(sorted(unknown))}",
+                       {"fields": sorted(unknown)})
+    room, hall = _name(body, "room"), _name(body, "hall")
+    with svc.pool.connection() as conn:
+        banks.get(conn, bank_id)
+        with conn.transaction():
+            job = consolidate.create_job(conn, bank_id, room, hall)
+    job_id = str(job["id"])
+    try:
+        enqueue(CLOSETS_TASK, job_id)
+    except Exception as exc:
+        log.warning("enqueue of closets job %s failed: %s", job_id, exc)
+        pipeline.fail(svc.retain_context(), job_id, f"enqueue failed: {exc}")
+        raise APIError(503, "queue_unavailable", "could not enqueue the job; retry later",
+                       {"operation_id": job_id})
+    return jsonify({"operation_id": job_id, "status": job["state"],
+                    "operation": jobs.to_json(job)}), 202
+
+
+@bp.get("/v1/default/banks/<bank_id>/closets")
+def list_closets(bank_id: str):
+    """One page of a bank's closets, newest first: ``?room=&hall=&limit=&offset=``."""
+    check_bank_id(bank_id)
+    limit, offset = page_params()
+    room, hall = request.args.get("room"), request.args.get("hall")
+    with services().pool.connection() as conn:
+        banks.get(conn, bank_id)
+        rows, total = closets.list_page(conn, bank_id, room, hall, limit, offset)
+    return jsonify(page_body("closets", [closets.to_json(r) for r in rows], limit, offset, total))
