@@ -75,8 +75,9 @@ def test_readyz_reports_every_part(client, services, settings):
     r = client.get("/readyz")
     assert r.status_code == 200
     checks = r.get_json()["checks"]
-    assert set(checks) == {"database", "broker", "embedder", "tokenizer"}
+    assert set(checks) == {"database", "broker", "embedder", "tokenizer", "llm"}
     assert all(c["ok"] for c in checks.values())
+    assert checks["llm"] == {"provider": "none", "ok": True}  # chunk mode
 
 
 def test_broker_outage_answers_fast_503(services, settings):
