@@ -130,6 +130,18 @@ def run(s: Settings, args) -> None:
     print("llm usage of the job:", op["llm_usage"])
     for r in sample:
         print("  fact:", r["text"][:100], r["entity_names"])
+    ents = client.get(f"/v1/default/banks/{bank}/entities?limit=5").get_json()
+    print(f"GET entities: total {ents['total']}; top:",
+          [(e["name"], e["mention_count"]) for e in ents["entities"]])
+    with svc.pool.connection() as conn:
+        fid = conn.execute("""SELECT id FROM memory_units WHERE bank_id = %s AND origin = 'derived'
+                              AND kind <> 'summary' ORDER BY created_at LIMIT 1 OFFSET 40""",
+                           (bank,)).fetchone()["id"]
+    fact = client.get(f"/v1/default/banks/{bank}/memories/{fid}").get_json()
+    print(f"GET memories/{{fact}}: {fact['kind']} {fact['origin']} {fact['text'][:70]!r}; "
+          f"links {collections.Counter((x['direction'], x['type']) for x in fact['links'])}; "
+          f"entities {[e['name'] for e in fact['entities']]}; "
+          f"sources {[x['text'][:40] for x in fact['sources']]}")
 
     t0 = time.monotonic()
     resp = client.post(f"/v1/default/banks/{bank}/closets", json={})
