@@ -7,6 +7,7 @@ from flask import current_app, request
 from api.errors import APIError
 from rcll.bootstrap import Services
 from rcll.retain.service import RetainService
+from rcll.validation import check_strings
 
 
 def services() -> Services:
@@ -22,7 +23,7 @@ def retain_service() -> RetainService:
     return current_app.extensions["rcll_retain"]
 
 
-def json_body() -> dict:
+def json_body(check_text_fields: bool = True) -> dict:
     """The request's JSON object. 400 ``malformed_json`` / ``invalid_request`` otherwise."""
     try:
         data = request.get_json(silent=True, force=True)
@@ -32,4 +33,19 @@ def json_body() -> dict:
         raise APIError(400, "malformed_json", "request body must be valid JSON")
     if not isinstance(data, dict):
         raise APIError(400, "invalid_request", "request body must be a JSON object")
+    if check_text_fields:
+        check_text(data, "body")
     return data
+
+
+def check_text(value, where: str) -> None:
+    """Refuse a NUL or a lone surrogate anywhere in ``value`` (strings and keys, any depth;
+    :func:`rcll.validation.check_strings`) with 400 ``invalid_request`` naming the place —
+    for every route, so no route hands such text to PostgreSQL (which refuses it)."""
+    try:
+        check_strings(value)
+    except ValueError as exc:
+        raise APIError(400, "invalid_request", f"{where}: {exc}",
+                       {"errors": [{"loc": [where], "msg": str(exc), "type": "value_error"}]})
+    except RecursionError:
+        raise APIError(400, "malformed_json", "request body is nested too deeply")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 
 import psycopg
-from flask import Flask, jsonify
+from flask import Flask, jsonify, request
 from pydantic import ValidationError
 from werkzeug.exceptions import HTTPException
 
@@ -45,6 +45,20 @@ def validation_details(exc: ValidationError) -> dict:
 
 
 def register(app: Flask) -> None:
+    @app.before_request
+    def _clean_url_text():
+        """Path segments and query parameters hold storable text only (a NUL or a lone
+        surrogate is 400 ``invalid_request``), checked once for every route."""
+        from api.deps import check_text
+
+        # bank ids have their own check and code (api.schemas.check_bank_id)
+        path = {k: v for k, v in (request.view_args or {}).items() if k != "bank_id"}
+        query = {k: v for k, v in request.args.to_dict(flat=False).items() if k != "bank_id"}
+        if path:
+            check_text(path, "path")
+        if query:
+            check_text(query, "query")
+
     @app.errorhandler(RCLLError)
     def _rcll(exc: RCLLError):
         return error_response(exc.status, exc.code, exc.message, exc.details)

@@ -7,7 +7,7 @@ import logging
 
 from flask import Blueprint, jsonify, request
 
-from api.deps import enqueue, services
+from api.deps import enqueue, json_body, services
 from api.errors import APIError
 from api.paging import page_body, page_params
 from api.schemas import check_bank_id
@@ -39,17 +39,15 @@ def make_closets(bank_id: str):
     ``queue_unavailable`` when the job could not be enqueued (it is ``failed``)."""
     check_bank_id(bank_id)
     svc = services()
-    if svc.settings.llm_provider == "none":
-        raise APIError(400, "llm_not_configured",
-                       "closets need an LLM; set RCLL_LLM_PROVIDER (chunk mode makes none)")
-    body = request.get_json(silent=True) if request.data else {}
-    if not isinstance(body, dict):
-        raise APIError(400, "invalid_request", "request body must be a JSON object")
+    body = json_body() if request.data else {}
     unknown = set(body) - {"room", "hall"}
     if unknown:
         raise APIError(400, "invalid_request", f"unknown fields: {', '.join(sorted(unknown))}",
                        {"fields": sorted(unknown)})
     room, hall = _name(body, "room"), _name(body, "hall")
+    if svc.settings.llm_provider == "none":
+        raise APIError(400, "llm_not_configured",
+                       "closets need an LLM; set RCLL_LLM_PROVIDER (chunk mode makes none)")
     with svc.pool.connection() as conn:
         banks.get(conn, bank_id)
         with conn.transaction():

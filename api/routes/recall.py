@@ -21,7 +21,7 @@ def _run(bank_id: str, params: dict):
 
 @bp.post("/v1/default/banks/<bank_id>/memories/recall")
 def recall_post(bank_id: str):
-    return _run(bank_id, json_body())
+    return _run(bank_id, json_body(check_text_fields=False))  # RecallQuery checks text
 
 
 @bp.get("/banks/<bank_id>/recall")

@@ -30,6 +30,7 @@ from __future__ import annotations
 import logging
 
 from rcll.entities.extractor import Mention, extract, normalize
+from rcll.retain import pipeline
 from rcll.retain.pipeline import RetainContext
 from rcll.store import entities, entity_links, jobs
 
@@ -102,12 +103,8 @@ def run_entities(ctx: RetainContext, job_id: str) -> dict | None:
     (``entities_created``, ``entity_mentions``, ``entity_proposals``, ``entity_links``,
     ``temporal_links``: added over this job's runs), or ``None`` when the job is gone or
     ended. Database errors propagate (the task retries transient ones)."""
-    with ctx.pool.connection() as conn:
-        try:
-            job = jobs.get(conn, job_id)
-        except Exception:
-            return None
-    if job["state"] in jobs.TERMINAL:
+    job = pipeline.live_job(ctx, job_id)
+    if job is None:
         return None
     bank_id = job["bank_id"]
     counts = {k: int(job["counts"].get(k, 0)) for k in

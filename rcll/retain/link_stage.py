@@ -32,6 +32,7 @@ import logging
 
 import numpy as np
 
+from rcll.retain import pipeline
 from rcll.retain.pipeline import RetainContext
 from rcll.store import jobs, links, units
 
@@ -87,18 +88,12 @@ def run_link(ctx: RetainContext, job_id: str, batch: int = BATCH) -> dict | None
     (``semantic_links``: the job's units' semantic links, over every attempt;
     ``units_linked``: units looked at), a warning when the embedder is unavailable, or
     ``None`` when the job is gone or ended."""
-    with ctx.pool.connection() as conn:
-        try:
-            job = jobs.get(conn, job_id)
-        except Exception:
-            return None
-        if job["state"] in jobs.TERMINAL:
-            return None
-    counts = dict(job["counts"])
+    job = pipeline.live_job(ctx, job_id)
+    if job is None:
+        return None
     embedder = ctx.embedder.get()
     if embedder is None:
-        return {"warnings": [*counts.get("warnings", []),
-                             f"semantic links skipped, embedder unavailable: {ctx.embedder.error}"]}
+        return pipeline.skipped_without_embedder(ctx, job["counts"], "semantic links")
     model, bank_id = embedder.model_name, job["bank_id"]
     with ctx.pool.connection() as conn:
         sql_knn = use_sql(links.bank_vector_count(conn, bank_id, model),

@@ -167,23 +167,36 @@ def run_chunk(ctx: RetainContext, job_id: str) -> dict | None:
     return {**counts, "errors": errors[:20]}
 
 
-def run_embed(ctx: RetainContext, job_id: str, batch: int = 256) -> dict | None:
-    """Embed the units a job created (chunks and derived units). Returns the counts, or
-    ``None`` when the job is gone or ended. An unavailable embedder is a job warning (the
-    job ends ``partial``; units stay searchable lexically and ``rcll embeddings rebuild``
-    fills the gap), not a failure."""
+def live_job(ctx: RetainContext, job_id: str) -> dict | None:
+    """The job row (:func:`rcll.store.jobs.get`) if it exists and has not ended, else
+    ``None``: the check every stage makes before working."""
     with ctx.pool.connection() as conn:
         try:
             job = jobs.get(conn, job_id)
         except Exception:
             return None
-        if job["state"] in jobs.TERMINAL:
-            return None
+    return None if job["state"] in jobs.TERMINAL else job
+
+
+def skipped_without_embedder(ctx: RetainContext, counts: dict, what: str) -> dict:
+    """The counts of a stage that needs the embedder and could not load it: one more job
+    warning (the job ends ``partial`` with it), never a failure."""
+    return {"warnings": [*counts.get("warnings", []),
+                         f"{what} skipped, embedder unavailable: {ctx.embedder.error}"]}
+
+
+def run_embed(ctx: RetainContext, job_id: str, batch: int = 256) -> dict | None:
+    """Embed the units a job created (chunks and derived units). Returns the counts, or
+    ``None`` when the job is gone or ended. An unavailable embedder is a job warning (the
+    job ends ``partial``; units stay searchable lexically and ``rcll embeddings rebuild``
+    fills the gap), not a failure."""
+    job = live_job(ctx, job_id)
+    if job is None:
+        return None
     counts = dict(job["counts"])
     embedder = ctx.embedder.get()
     if embedder is None:
-        return {"warnings": [*counts.get("warnings", []),
-                             f"embedding skipped, embedder unavailable: {ctx.embedder.error}"]}
+        return skipped_without_embedder(ctx, counts, "embedding")
     done = int(counts.get("units_embedded", 0))
 
     def report(n: int) -> None:

@@ -107,3 +107,39 @@ def test_text_check_is_central():
         with pytest.raises(ValueError):
             clean_text(bad)
     assert clean_text("emoji 😀 ok") == "emoji 😀 ok"
+
+
+# Every route of the write pipeline's read side and decisions (break-it finding: these
+# answered 500 with a NUL); the check is central (api/deps.json_body, a before_request hook
+# for path and query), so a new route is covered without its own code.
+_E = "00000000-0000-4000-8000-000000000001"
+NEW_ROUTES = {
+    "entities_q": ("GET", f"/v1/default/banks/{BANK}/entities?q={{s}}", None),
+    "entity_merge_actor": ("POST", f"/v1/default/banks/{BANK}/entities/merge",
+                           lambda s: {"entity_ids": [_E, _E[:-1] + "2"], "actor": s}),
+    "entity_split_name": ("POST", f"/v1/default/banks/{BANK}/entities/{_E}/split",
+                          lambda s: {"aliases": ["x"], "name": s}),
+    "proposals_state": ("GET", f"/v1/default/banks/{BANK}/entities/merge-proposals?state={{s}}",
+                        None),
+    "dedup_decided_by": ("POST", f"/v1/default/banks/{BANK}/dedup-proposals/{_E}",
+                         lambda s: {"action": "keep", "decided_by": s}),
+    "closets_room": ("POST", f"/v1/default/banks/{BANK}/closets", lambda s: {"room": s}),
+    "memory_path": ("GET", f"/v1/default/banks/{BANK}/memories/{{s}}", None),
+}
+
+
+@pytest.mark.parametrize("route", sorted(NEW_ROUTES))
+@pytest.mark.parametrize("bad", ["a\u0000b", "\ud83d"])
+def test_nul_and_surrogates_on_pipeline_routes_are_400(client, services, seeded, route, bad):
+    method, url, body = NEW_ROUTES[route]
+    before = _total_rows(services)
+    if body is None:  # in the URL: NUL percent-encoded; a lone surrogate cannot be UTF-8
+        if bad != "a\u0000b":
+            pytest.skip("a lone surrogate cannot be sent in a URL (it is not UTF-8)")
+        resp = client.open(url.format(s="a%00b"), method=method)
+    else:
+        resp = client.open(url, method=method, data=_raw(body(bad)),
+                           content_type="application/json")
+    _assert_400(resp)
+    assert db_counts(services, BANK) == seeded
+    assert _total_rows(services) == before
