@@ -33,7 +33,8 @@ def _uuid(value: str, field: str) -> str:
     try:
         return str(UUID(str(value)))
     except ValueError:
-        raise InvalidInput(f"{field} must be a UUID", {"field": field, "value": str(value)})
+        code = "invalid_proposal_id" if field == "proposal_id" else "invalid_request"
+        raise Rejected(400, code, f"{field} must be a UUID", {"field": field, "value": str(value)})
 
 
 def scan_scope(bank_id: str) -> tuple[str, dict]:

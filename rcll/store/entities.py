@@ -18,7 +18,7 @@ from psycopg.types.json import Jsonb
 
 from rcll.entities.extractor import normalize
 from rcll.entities.resolution import PROPOSE_SIMILARITY, SHORT_NAME, decide, similarity
-from rcll.errors import NotFound
+from rcll.errors import NotFound, Rejected
 
 # First key of the two-key advisory lock taken per bank by the entities stage ("ent").
 ENTITY_LOCK_CLASS = 0x656E74
@@ -189,16 +189,19 @@ def recent_mentions(conn: Connection, entity_ids: list[str], exclude_units: list
 
 # -- reads -----------------------------------------------------------------------------------
 class EntityNotFound(NotFound):
-    """404 ``entity_not_found``: no such entity in the bank (or a malformed id)."""
+    """404 ``entity_not_found``: no such entity in the bank."""
 
     code = "entity_not_found"
 
 
 def _uuid(value: str, what: str = "entity") -> str:
+    """``value`` as a canonical UUID string. A malformed id is 400 ``invalid_<what>_id``
+    (the rule of every id in the API: malformed → 400, well-formed but absent → 404)."""
     try:
         return str(UUID(str(value)))
     except ValueError:
-        raise EntityNotFound(f"{what} {value!r} does not exist", {f"{what}_id": str(value)})
+        raise Rejected(400, f"invalid_{what}_id", f"{what} id {value!r} is not a UUID",
+                       {f"{what}_id": str(value)})
 
 
 def public(row: Mapping) -> dict:

@@ -62,20 +62,55 @@ def merge(conn: Connection, bank_id: str, entity_ids: list[str], actor: str | No
     aliases = sorted((set(keep["aliases"]) | names) - {keep["normalized"]})
     conn.execute("UPDATE entities SET aliases = %s, updated_at = now() WHERE id = %s",
                  (aliases, keep["id"]))
-    conn.execute("UPDATE entities SET merged_into_id = %s, updated_at = now() WHERE id = ANY(%s::uuid[])",
-                 (keep["id"], other_ids))
+    # the merged entities, and those merged into them earlier, now point at the kept one: a
+    # chain of merges never leaves an entity pointing at a merged-away one
+    repointed = conn.execute(
+        """UPDATE entities SET merged_into_id = %s, updated_at = now()
+           WHERE id = ANY(%s::uuid[]) OR merged_into_id = ANY(%s::uuid[]) RETURNING id""",
+        (keep["id"], other_ids, other_ids)).fetchall()
     closed = conn.execute(
         """UPDATE entity_merge_proposals SET state = 'merged', decided_by = %s, decided_at = now()
            WHERE state = 'open' AND entity_a = ANY(%s::uuid[]) AND entity_b = ANY(%s::uuid[])
            RETURNING id""", (actor, ids, ids)).fetchall()
+    carried = _carry_proposals(conn, bank_id, str(keep["id"]), other_ids, actor)
     by_entity = {str(m["entity_id"]): m["units"] for m in moved}
     history = [(str(keep["id"]), "merged",
                 {"merged_ids": other_ids, "names": sorted(names), "proposal_id": proposal_id,
-                 "proposals_closed": [str(c["id"]) for c in closed]})]
+                 "proposals_closed": [str(c["id"]) for c in closed],
+                 "proposals_carried": carried,
+                 "repointed_ids": sorted({str(r["id"]) for r in repointed} - set(other_ids))})]
     history += [(o, "merged_into", {"into_id": str(keep["id"]), "unit_ids": by_entity.get(o, [])})
                 for o in other_ids]
     _history(conn, bank_id, history, actor)
     return entities.get(conn, bank_id, str(keep["id"]))
+
+
+def _carry_proposals(conn: Connection, bank_id: str, keep_id: str, other_ids: list[str],
+                     actor: str | None) -> list[str]:
+    """Open proposals between a merged-away entity and a third one become proposals between
+    the kept entity and that third one (same score and reason, ``carried over`` noted); the
+    old ones close as ``merged``. Returns the ids of the proposals opened (an existing open
+    pair is kept as it is)."""
+    old = conn.execute(
+        """UPDATE entity_merge_proposals SET state = 'merged', decided_by = %s, decided_at = now()
+           WHERE bank_id = %s AND state = 'open'
+             AND (entity_a = ANY(%s::uuid[]) OR entity_b = ANY(%s::uuid[]))
+           RETURNING entity_a, entity_b, score, reason""",
+        (actor, bank_id, other_ids, other_ids)).fetchall()
+    opened: list[str] = []
+    for p in old:
+        third = str(p["entity_b"]) if str(p["entity_a"]) in other_ids else str(p["entity_a"])
+        if third == keep_id or third in other_ids:
+            continue
+        row = conn.execute(
+            """INSERT INTO entity_merge_proposals (bank_id, entity_a, entity_b, score, reason)
+               VALUES (%s, LEAST(%s::uuid, %s::uuid), GREATEST(%s::uuid, %s::uuid), %s, %s)
+               ON CONFLICT (entity_a, entity_b) DO NOTHING RETURNING id""",
+            (bank_id, keep_id, third, keep_id, third, p["score"],
+             f"{p['reason']} (carried over from a merge)")).fetchone()
+        if row is not None:
+            opened.append(str(row["id"]))
+    return opened
 
 
 def merge_proposal(conn: Connection, bank_id: str, proposal_id: str, actor: str | None = None,
@@ -134,7 +169,9 @@ def split(conn: Connection, bank_id: str, entity_id: str, *, aliases: list[str] 
     ``name``). Run in a transaction. Returns the new entity row.
 
     Raises :class:`InvalidInput` (neither or both given, or nothing matches:
-    ``nothing_to_split``), ``EntityNotFound``, 409 ``entity_already_merged``."""
+    ``nothing_to_split``), ``EntityNotFound``, 409 ``entity_already_merged``, 409
+    ``entity_name_taken`` (another live entity has the new name: merge instead), 409
+    ``split_takes_everything`` (every mention and the same name: nothing would be split)."""
     if bool(aliases) == bool(unit_ids):
         raise InvalidInput("give either aliases or unit_ids (a non-empty list)",
                            {"fields": ["aliases", "unit_ids"]})
@@ -148,9 +185,10 @@ def split(conn: Connection, bank_id: str, entity_id: str, *, aliases: list[str] 
         if not taken and not set(wanted) & set(src["aliases"]):
             raise Rejected(400, "nothing_to_split", "no mention or alias of the entity matches",
                            {"aliases": aliases})
-        new_norm, new_name = wanted[0], name or aliases[0]
+        new_name = name or aliases[0]
+        new_norm = normalize(new_name) or wanted[0]
         kept_aliases = [a for a in src["aliases"] if a not in wanted]
-        new_aliases = sorted(set(wanted[1:]) - {new_norm})
+        new_aliases = sorted(set(wanted) - {new_norm})
     else:
         want = {entities._uuid(u, "unit") for u in unit_ids}
         taken = [str(r["unit_id"]) for r in current if str(r["unit_id"]) in want]
@@ -160,6 +198,18 @@ def split(conn: Connection, bank_id: str, entity_id: str, *, aliases: list[str] 
         new_name = name or src["name"]
         new_norm = normalize(new_name) or src["normalized"]
         kept_aliases, new_aliases = list(src["aliases"]), []
+    if len(set(taken)) == len({str(r["unit_id"]) for r in current}) and new_norm == src["normalized"]:
+        raise Rejected(409, "split_takes_everything",
+                       "the split would take every mention and the name: rename or merge instead",
+                       {"entity_id": str(src["id"])})
+    clash = conn.execute(
+        """SELECT id FROM entities WHERE bank_id = %s AND merged_into_id IS NULL AND id <> %s
+             AND (normalized = %s OR %s = ANY(aliases)) LIMIT 1""",
+        (bank_id, src["id"], new_norm, new_norm)).fetchone()
+    if clash is not None:
+        raise Rejected(409, "entity_name_taken",
+                       f"another entity of the bank is called {new_name!r}: merge into it instead",
+                       {"entity_id": str(clash["id"]), "name": new_name})
     new = conn.execute(
         """INSERT INTO entities (bank_id, name, normalized, entity_type, aliases)
            VALUES (%s, %s, %s, %s, %s) RETURNING id""",

@@ -99,7 +99,8 @@ def test_split_by_unit_ids_and_merge_by_ids(client, bank):
 
 @pytest.mark.parametrize("method, path, body, status, code", [
     ("get", URL + "/00000000-0000-0000-0000-000000000000", None, 404, "entity_not_found"),
-    ("get", URL + "/not-a-uuid", None, 404, "entity_not_found"),
+    ("get", URL + "/not-a-uuid", None, 400, "invalid_entity_id"),
+    ("post", URL + "/merge", {"proposal_id": "x"}, 400, "invalid_proposal_id"),
     ("get", "/v1/default/banks/no-such-bank/entities", None, 404, "bank_not_found"),
     ("get", URL + "/merge-proposals?state=maybe", None, 400, "invalid_request"),
     ("get", URL + "?limit=0", None, 400, "invalid_paging"),
@@ -122,3 +123,46 @@ def test_split_with_nothing_matching_is_400(client, bank):
     ents, _ = _by_name(client)
     resp = client.post(f"{URL}/{ents['room 101']['id']}/split", json={"aliases": ["Room 999"]})
     assert resp.status_code == 400 and resp.get_json()["error"]["code"] == "nothing_to_split"
+
+
+def test_merge_chains_repoint_and_carry_proposals_and_split_refuses_clashes(client, services):
+    """Break-it findings: a second merge left the first merged entity pointing at a merged-away
+    one; open proposals naming a merged-away entity went stale; a split could take another
+    entity's name or every mention."""
+    bank = "entities-chain"
+    url = f"/v1/default/banks/{bank}/entities"
+    resp = client.post(f"/v1/default/banks/{bank}/memories", json={"async": False, "items": [
+        {"content": "Nia: Quentin Marlowe and Rosalind Okafor met Thaddeus Brightwater.",
+         "document_id": "a"},
+        {"content": "Nia: Ursula Vance joined later.", "document_id": "b"}]})
+    assert resp.get_json()["status"] == "succeeded"
+    ids = {e["normalized"]: e["id"] for e in client.get(url, query_string={"limit": 100})
+           .get_json()["entities"]}
+    q, r, t, u = (ids[n] for n in ("quentin marlowe", "rosalind okafor", "thaddeus brightwater",
+                                   "ursula vance"))
+    with services.pool.connection() as conn:  # an open proposal between R and T
+        conn.execute("""INSERT INTO entity_merge_proposals (bank_id, entity_a, entity_b, score,
+                            reason) VALUES (%s, LEAST(%s::uuid, %s::uuid),
+                            GREATEST(%s::uuid, %s::uuid), 0.5, 'test')""", (bank, r, t, r, t))
+    assert client.post(f"{url}/merge", json={"entity_ids": [q, r]}).status_code == 200
+    props = client.get(f"{url}/merge-proposals").get_json()["proposals"]
+    open_pairs = [{p["entity_a"]["id"], p["entity_b"]["id"]} for p in props if p["state"] == "open"]
+    assert open_pairs == [{q, t}]  # carried over to the kept entity; the R–T one is closed
+    assert client.post(f"{url}/merge", json={"entity_ids": [t, q]}).status_code == 200
+    assert client.get(f"{url}/{r}").get_json()["merged_into_id"] == t  # re-pointed, no chain
+    assert client.get(f"{url}/{q}").get_json()["merged_into_id"] == t
+    assert not [p for p in client.get(f"{url}/merge-proposals").get_json()["proposals"]
+                if p["state"] == "open"]
+
+    resp = client.post(f"{url}/{t}/split", json={"aliases": ["Quentin Marlowe"],
+                                                 "name": "Ursula Vance"})
+    assert resp.status_code == 409 and resp.get_json()["error"]["code"] == "entity_name_taken"
+    units = [m["unit_id"] for m in client.get(f"{url}/{u}").get_json()["mentions"]["items"]]
+    resp = client.post(f"{url}/{u}/split", json={"unit_ids": units})
+    assert resp.status_code == 409
+    assert resp.get_json()["error"]["code"] == "split_takes_everything"
+    resp = client.post(f"{url}/{t}/split", json={"aliases": ["Quentin Marlowe"], "name": "Q. M."})
+    assert resp.status_code == 201, resp.get_json()
+    new = resp.get_json()["entity"]
+    assert (new["name"], new["normalized"]) == ("Q. M.", "q m")
+    assert "quentin marlowe" in new["aliases"]
