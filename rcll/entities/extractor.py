@@ -75,7 +75,8 @@ NUMBER_WORD_STOP = STOP_WORDS | frozenset({"around", "about", "over", "under", "
 _WORD = r"[A-Z][a-zA-Z'’\-]*[a-zA-Z]|[A-Z]"
 _CAP_RUN = re.compile(
     rf"(?<![\w@#.])(?:{_WORD})(?:\s+(?:(?:of|the|de|da|van|von|del|la|le|&)\s+)?(?:{_WORD}))*")
-_SPEAKER = re.compile(r"^\s*([A-Z][\w'’.\-]*(?:\s[A-Z][\w'’.\-]*){0,2})\s?:\s", re.MULTILINE)
+_SPEAKER = re.compile(r"^\s*([A-Z][\w'’.\-]*(?:\s[A-Z][\w'’.\-]*){0,2})\s?:[ \t]+(?=\S)", re.MULTILINE)
+# (a turn: the name, a colon and words on the same line; "Tips:" ending its line is a heading)
 _EMAIL = re.compile(r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}\b")
 _HANDLE = re.compile(r"(?<![\w.@])@([A-Za-z0-9_](?:[A-Za-z0-9_.\-]{0,37}[A-Za-z0-9_])?)")
 _HASHTAG = re.compile(r"(?<![\w&#])#([A-Za-z][\w\-]{1,49})")
@@ -116,8 +117,18 @@ def normalize(surface: str, entity_type: str = "name") -> str:
     return re.sub(r"\s+", " ", s).strip()
 
 
+# A line's opening before its first word: bullets, numbering, quote and heading marks, bold.
+_LINE_OPENING = re.compile(r"^\s*(?:[-*•+>#]+|\(?\d{1,3}[.)]|\(?[a-zA-Z][.)])?\s*(?:\*\*|__|\*|_)?\s*$")
+
+
 def _sentence_initial(text: str, start: int) -> bool:
-    return bool(_SENTENCE_END.search(text[max(0, start - 3):start])) or start == 0
+    """Whether the word at ``start`` opens a sentence: after ``.!?:…``, a bracket or quote,
+    at the start of the text or of a line, or after a list or heading marker at the start of
+    a line (``- Remember …``, ``2) Start …``, ``**Tips**``)."""
+    if start == 0 or _SENTENCE_END.search(text[max(0, start - 3):start]):
+        return True
+    line_start = text.rfind("\n", 0, start) + 1
+    return start - line_start <= 12 and bool(_LINE_OPENING.match(text[line_start:start]))
 
 
 def _strip_stop(words: list[str]) -> list[str]:
