@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from flask import Blueprint, jsonify, request
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from api.deps import json_body, services
 from api.errors import APIError
@@ -25,6 +25,12 @@ class DecideRequest(BaseModel):
     action: str = Field(pattern="^(merge|keep)$")
     keep_unit_id: str | None = Field(None, max_length=64)
     decided_by: str | None = Field(None, max_length=200)
+
+    @model_validator(mode="after")
+    def _keep_unit_only_with_merge(self):
+        if self.action == "keep" and self.keep_unit_id is not None:
+            raise ValueError("keep_unit_id applies to action merge only")
+        return self
 
 
 @bp.get(PREFIX)

@@ -68,6 +68,8 @@ def merge(bank_id: str):
     optional ``"actor"``; ``{"proposal_id", "decision": "reject"}`` closes a proposal."""
     check_bank_id(bank_id)
     body = json_body()
+    _fields(body, {"actor", "proposal_id", "keep_id", "decision"} if "proposal_id" in body
+            else {"actor", "entity_ids"})
     actor = _string(body, "actor", required=False)
     with services().pool.connection() as conn, conn.transaction():
         banks.get(conn, bank_id)
@@ -78,6 +80,9 @@ def merge(bank_id: str):
                 raise APIError(400, "invalid_request", "decision must be merge or reject",
                                {"field": "decision"})
             if decision == "reject":
+                if "keep_id" in body:
+                    raise APIError(400, "invalid_request", "keep_id applies to a merge only",
+                                   {"fields": ["keep_id"]})
                 entity_edits.reject_proposal(conn, bank_id, pid, actor)
                 return jsonify({"proposal_id": pid, "state": "rejected"})
             kept = entity_edits.merge_proposal(conn, bank_id, pid, actor,
@@ -93,6 +98,7 @@ def split(bank_id: str, entity_id: str):
     ``"name"`` and ``"actor"``. Answers the new entity (201)."""
     check_bank_id(bank_id)
     body = json_body()
+    _fields(body, {"aliases", "unit_ids", "name", "actor"})
     with services().pool.connection() as conn, conn.transaction():
         banks.get(conn, bank_id)
         new = entity_edits.split(
@@ -101,6 +107,16 @@ def split(bank_id: str, entity_id: str):
             unit_ids=_ids(body, "unit_ids") if "unit_ids" in body else None,
             name=_string(body, "name", required=False), actor=_string(body, "actor", required=False))
     return jsonify({"entity": entities.public(new)}), 201
+
+
+def _fields(body: dict, allowed: set[str]) -> None:
+    """400 ``invalid_request`` naming fields the request does not take (a typo, or a field
+    of the other form: ``proposal_id`` with ``entity_ids``, ``decision`` without a proposal)."""
+    unknown = sorted(set(body) - allowed)
+    if unknown:
+        raise APIError(400, "invalid_request",
+                       f"unknown or contradictory fields: {', '.join(unknown)}",
+                       {"fields": unknown, "allowed": sorted(allowed)})
 
 
 def _string(body: dict, field: str, required: bool = True) -> str | None:

@@ -108,6 +108,7 @@ def test_bad_decisions_are_4xx(client, services):
         (f"{url}/{p['id']}", {"action": "delete"}, 400, "invalid_request"),
         (f"{url}/{p['id']}", {"action": "merge", "keep_unit_id": z1}, 400, "invalid_request"),
         (f"{url}/{p['id']}", {"action": "merge", "keep_unit_id": "nope"}, 400, "invalid_request"),
+        (f"{url}/{p['id']}", {"action": "keep", "keep_unit_id": z1}, 400, "invalid_request"),
         (f"{url}/not-a-uuid", {"action": "keep"}, 400, "invalid_proposal_id"),
         (f"{url}/0190a000-0000-7000-8000-000000000000", {"action": "keep"}, 404,
          "dedup_proposal_not_found"),
