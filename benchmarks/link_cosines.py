@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
 from rcll.eval.datasets import load_locomo
 from rcll.models.embedder import SentenceTransformerEmbedder
 
+LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo"  # beside the checkout
+
 
 def main(n_conv: int = 3) -> None:
-    ds = load_locomo("/work/shared/data/locomo" if len(sys.argv) < 3 else sys.argv[2])
+    ds = load_locomo(str(LOCOMO) if len(sys.argv) < 3 else sys.argv[2])
     emb = SentenceTransformerEmbedder("all-MiniLM-L6-v2", batch_size=64)
     allpairs, knn = [], []
     for bank, items in list(ds.banks.items())[:n_conv]:

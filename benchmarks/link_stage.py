@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+LOCOMO = ROOT.parent / "shared" / "data" / "locomo"  # beside the checkout
 sys.path.insert(0, str(ROOT))
 
 from rcll.config import Settings  # noqa: E402
@@ -120,7 +121,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--state-dir", default=str(ROOT / ".rcll-bench" / "links"))
     ap.add_argument("--port", type=int, default=55441)
-    ap.add_argument("--data", default="/work/shared/data/locomo")
+    ap.add_argument("--data", default=str(LOCOMO))
     ap.add_argument("--stop", action="store_true")
     args = ap.parse_args()
     state = Path(args.state_dir)

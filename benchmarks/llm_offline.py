@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+LOCOMO = ROOT.parent / "shared" / "data" / "locomo"  # beside the checkout
 sys.path.insert(0, str(ROOT))
 
 from rcll.eval.datasets import load_locomo  # noqa: E402
@@ -31,7 +32,7 @@ def main() -> None:
     ap.add_argument("--model-path", required=True)
     ap.add_argument("--turns", type=int, default=10)
     ap.add_argument("--conversation", default="conv-30")
-    ap.add_argument("--data", default="/work/shared/data/locomo")
+    ap.add_argument("--data", default=str(LOCOMO))
     ap.add_argument("--max-retries", type=int, default=1)
     ap.add_argument("--max-tokens", type=int, default=768)
     args = ap.parse_args()

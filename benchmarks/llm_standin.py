@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+LOCOMO = ROOT.parent / "shared" / "data" / "locomo"  # beside the checkout
 sys.path.insert(0, str(ROOT))
 
 from rcll.config import Settings  # noqa: E402
@@ -54,7 +55,7 @@ def wait(client, bank: str, op_id: str, timeout_s: float = 900) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--conversation", default="conv-30")
-    ap.add_argument("--data", default="/work/shared/data/locomo")
+    ap.add_argument("--data", default=str(LOCOMO))
     args = ap.parse_args()
 
     base = ROOT / ".rcll-bench"
