@@ -128,14 +128,16 @@ NEW_ROUTES = {
 }
 
 
-@pytest.mark.parametrize("route", sorted(NEW_ROUTES))
-@pytest.mark.parametrize("bad", ["a\u0000b", "\ud83d"])
+CASES = [(route, bad) for route, (_, _, body) in sorted(NEW_ROUTES.items())
+         # in a URL only NUL can be sent: a lone surrogate is not UTF-8, so it cannot be encoded
+         for bad in (["a\u0000b", "\ud83d"] if body else ["a\u0000b"])]
+
+
+@pytest.mark.parametrize("route, bad", CASES)
 def test_nul_and_surrogates_on_pipeline_routes_are_400(client, services, seeded, route, bad):
     method, url, body = NEW_ROUTES[route]
     before = _total_rows(services)
-    if body is None:  # in the URL: NUL percent-encoded; a lone surrogate cannot be UTF-8
-        if bad != "a\u0000b":
-            pytest.skip("a lone surrogate cannot be sent in a URL (it is not UTF-8)")
+    if body is None:
         resp = client.open(url.format(s="a%00b"), method=method)
     else:
         resp = client.open(url, method=method, data=_raw(body(bad)),
