@@ -17,6 +17,14 @@ from workers.queues import (
 )
 
 
+def _every(task: str, interval_s: float, queue: str) -> dict:
+    """A beat entry: ``task`` on ``queue`` every ``interval_s`` seconds; a run that waited
+    longer than its interval expires (the next one does the same work)."""
+    interval = float(interval_s)
+    return {"task": task, "schedule": interval,
+            "options": {"queue": queue, "expires": max(interval, 1.0)}}
+
+
 def make_celery(settings: Settings | None = None) -> Celery:
     """A Celery app for ``settings``; tasks are registered by ``workers.tasks``."""
     s = settings or get_settings()
@@ -38,22 +46,14 @@ def make_celery(settings: Settings | None = None) -> Celery:
         broker_connection_retry_on_startup=True,
         # One scheduler re-sends what the broker lost (rcll.retain.recovery); a sweep that
         # waited longer than its interval is dropped, the next one does the same work.
-        beat_schedule={"sweep-jobs": {
-            "task": SWEEP_TASK, "schedule": float(s.job_sweep_interval_s),
-            "options": {"queue": QueueNames.MAINTENANCE,
-                        "expires": max(float(s.job_sweep_interval_s), 1.0)}},
-            "vector-indexes": {
-                "task": VECTOR_INDEX_TASK, "schedule": float(s.vector_index_interval_s),
-                "options": {"queue": QueueNames.MAINTENANCE,
-                            "expires": max(float(s.vector_index_interval_s), 1.0)}},
-            "dedup-sweep": {
-                "task": DEDUP_SWEEP_TASK, "schedule": float(s.dedup_scan_interval_s),
-                "options": {"queue": QueueNames.CONSOLIDATE,
-                            "expires": max(float(s.dedup_scan_interval_s), 1.0)}},
-            "closet-check": {
-                "task": CLOSET_CHECK_TASK, "schedule": float(s.closet_check_interval_s),
-                "options": {"queue": QueueNames.CONSOLIDATE,
-                            "expires": max(float(s.closet_check_interval_s), 1.0)}}},
+        beat_schedule={
+            "sweep-jobs": _every(SWEEP_TASK, s.job_sweep_interval_s, QueueNames.MAINTENANCE),
+            "vector-indexes": _every(VECTOR_INDEX_TASK, s.vector_index_interval_s,
+                                     QueueNames.MAINTENANCE),
+            "dedup-sweep": _every(DEDUP_SWEEP_TASK, s.dedup_scan_interval_s,
+                                  QueueNames.CONSOLIDATE),
+            "closet-check": _every(CLOSET_CHECK_TASK, s.closet_check_interval_s,
+                                   QueueNames.CONSOLIDATE)},
         worker_hijack_root_logger=False,
     )
     return app
