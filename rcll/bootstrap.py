@@ -104,7 +104,9 @@ class Services:
         return RecallContext(pool=self.read_pool, embedder=self.embedder, tokens=self.tokens,
                              candidates_per_channel=s.candidates_per_channel,
                              dense_floor=s.dense_floor, rrf_k=s.rrf_k,
-                             lexical_df_cutoff=s.lexical_df_cutoff)
+                             lexical_df_cutoff=s.lexical_df_cutoff,
+                             default_recipe=s.recall_recipe, rerank_top_n=s.rerank_top_n,
+                             rerank_batch_size=s.rerank_batch_size)
 
     def close(self) -> None:
         for name in ("pool", "read_pool"):

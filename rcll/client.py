@@ -210,29 +210,34 @@ class RCLLClient:
         *,
         max_tokens: int = 4096,
         limit: int = 50,
-        channels: str = "hybrid",
+        recipe: str | None = None,
+        channels: str | None = None,
         room: str | None = None,
         hall: str | None = None,
         max_layer: int | None = None,
+        query_timestamp: str | None = None,
         trace: bool = False,
     ) -> dict:
         """Recall the units of a bank relevant to ``query``, ranked and cut to ``max_tokens``.
 
         POST ``/v1/default/banks/{bank_id}/memories/recall`` with the arguments as JSON
-        (None ones omitted). Answer: ``{"results": [{"id", "text", "kind", "room", "hall",
+        (None ones omitted). ``recipe`` names the read path (None: the server's default;
+        ``channels`` is its older name). Answer: ``{"results": [{"id", "text", "kind", "room", "hall",
         "layer", "document_id", "chunk_id", "occurred_start", "occurred_end", "mentioned_at",
-        "metadata", "ranks": {"dense", "lexical"}, "scores": {"dense", "lexical", "rrf"}}],
-        "mode", "dense_available", "channels", "counts", "tokens_used", "timings_ms"
+        "metadata", "ranks": {"dense", "lexical"}, "scores": {"dense", "lexical", "rrf", …, "final"}}],
+        "recipe", "mode", "dense_available", "channels", "counts", "tokens_used", "timings_ms"
         (only with ``trace``)}``.
         """
         body: dict[str, Any] = {
             "query": query,
             "max_tokens": max_tokens,
             "limit": limit,
+            "recipe": recipe,
             "channels": channels,
             "room": room,
             "hall": hall,
             "max_layer": max_layer,
+            "query_timestamp": query_timestamp,
             "trace": trace,
         }
         body = {k: v for k, v in body.items() if v is not None}

@@ -9,7 +9,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -129,6 +129,22 @@ class Settings(BaseSettings):
     lexical_df_cutoff: float = Field(
         0.15, description="From three query terms up, drop terms in >= this share of the bank's units."
     )
+    recall_recipe: str = Field(
+        "hybrid", description="Recipe recall runs when the request names none (rcll.search.recipes).")
+    reranker_model: str | None = Field(
+        None, description="Cross-encoder for the rerank step: a model name or a local path; "
+                          "unset = no reranking.")
+    @field_validator("recall_recipe")
+    @classmethod
+    def _known_recipe(cls, v: str) -> str:
+        from rcll.search.recipes import RECIPES
+
+        if v not in RECIPES:
+            raise ValueError(f"unknown recipe {v!r}; known: {', '.join(sorted(RECIPES))}")
+        return v
+
+    rerank_top_n: int = Field(50, ge=1, le=1000, description="Units of the fused ranking reranked.")
+    rerank_batch_size: int = Field(16, ge=1, le=512, description="Pairs per cross-encoder batch.")
 
     @property
     def db_url(self) -> str:

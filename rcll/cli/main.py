@@ -22,6 +22,14 @@ def _out() -> Console:
     return out if out.is_terminal else Console(width=160)
 
 
+def _recipe_option(fn):
+    """``--recipe`` (alias ``--channels``): a recall recipe name; default the server's."""
+    from rcll.search.recipes import RECIPES
+
+    return click.option("--recipe", "--channels", "recipe", type=click.Choice(sorted(RECIPES)),
+                        default=None, help="Recall recipe (default: the server's).")(fn)
+
+
 def _client():
     """A client for the configured API; a clear error if nothing answers there."""
     import httpx
@@ -162,11 +170,12 @@ def ingest(paths: tuple[str, ...], bank: str, batch_size: int) -> None:
 @click.option("--bank", required=True)
 @click.option("--limit", default=10, show_default=True)
 @click.option("--max-tokens", default=4096, show_default=True)
-@click.option("--channels", type=click.Choice(["hybrid", "dense", "lexical"]), default="hybrid")
+@_recipe_option
 @click.option("--json", "as_json", is_flag=True, help="Print the raw JSON response.")
-def recall(query: str, bank: str, limit: int, max_tokens: int, channels: str, as_json: bool) -> None:
+def recall(query: str, bank: str, limit: int, max_tokens: int, recipe: str | None,
+           as_json: bool) -> None:
     """Recall the memories of BANK most relevant to QUERY."""
-    res = _client().recall(bank, query, limit=limit, max_tokens=max_tokens, channels=channels,
+    res = _client().recall(bank, query, limit=limit, max_tokens=max_tokens, recipe=recipe,
                            trace=True)
     if as_json:
         click.echo(json.dumps(res, indent=2))
@@ -247,25 +256,25 @@ def _write(result: dict, out: str | None) -> None:
 @eval_.command("locomo")
 @click.option("--data", "data_dir", required=True, type=click.Path(exists=True, file_okay=False))
 @click.option("--out", default=None, help="Write the full result JSON here.")
-@click.option("--channels", type=click.Choice(["hybrid", "dense", "lexical"]), default="hybrid")
+@_recipe_option
 @click.option("--reuse", is_flag=True, help="Query banks ingested by an earlier run.")
-def eval_locomo(data_dir: str, out: str | None, channels: str, reuse: bool) -> None:
+def eval_locomo(data_dir: str, out: str | None, recipe: str | None, reuse: bool) -> None:
     """LoCoMo: a bank per conversation, a unit per turn, 1,536 retrieval questions."""
     from rcll.eval.runner import run_locomo
 
-    _write(run_locomo(_client(), data_dir, channels=channels, reuse=reuse), out)
+    _write(run_locomo(_client(), data_dir, recipe=recipe, reuse=reuse), out)
 
 
 @eval_.command("longmemeval")
 @click.option("--data", "data_file", required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option("--out", default=None)
-@click.option("--channels", type=click.Choice(["hybrid", "dense", "lexical"]), default="hybrid")
+@_recipe_option
 @click.option("--reuse", is_flag=True, help="Query banks ingested by an earlier run.")
-def eval_longmemeval(data_file: str, out: str | None, channels: str, reuse: bool) -> None:
-    """LongMemEval_S: a bank per question, a unit per turn."""
+def eval_longmemeval(data_file: str, out: str | None, recipe: str | None, reuse: bool) -> None:
+    """LongMemEval_S: a bank per question, a unit per turn (asked at its question date)."""
     from rcll.eval.runner import run_longmemeval
 
-    _write(run_longmemeval(_client(), data_file, channels=channels, reuse=reuse), out)
+    _write(run_longmemeval(_client(), data_file, recipe=recipe, reuse=reuse), out)
 
 
 if __name__ == "__main__":

@@ -42,6 +42,7 @@ class EvalQuestion:
     category: str
     gold_turns: frozenset[str]
     gold_sessions: frozenset[str]
+    query_timestamp: str | None = None  # when the question is asked (LongMemEval's date)
 
 
 @dataclass
@@ -208,6 +209,8 @@ def load_longmemeval(data_file: str | Path, bank_prefix: str = "eval-lme-") -> E
                 gold_turns=frozenset(gold_turns),
                 gold_sessions=frozenset(
                     opaque[s] for s in rec.get("answer_session_ids") or () if s in opaque),
+                query_timestamp=lme_timestamp(rec["question_date"])
+                if rec.get("question_date") else None,
             )
         )
     return EvalDataset("longmemeval", str(data_file), banks, questions, lme_unit_ids,

@@ -77,7 +77,7 @@ def markdown_table(result: Mapping) -> str:
                  f"p95 {_num(lat.get('p95'), 1)}, mean {_num(lat.get('mean'), 1)}")
     config = result.get("config") or {}
     if config:
-        lines.append(f"- config: channels={config.get('channels')}, limit={config.get('limit')}, "
+        lines.append(f"- config: recipe={config.get('recipe')}, limit={config.get('limit')}, "
                      f"max_tokens={config.get('max_tokens')}, mode={config.get('mode')}, "
                      f"dense_available={config.get('dense_available')}, "
                      f"server={config.get('base_url')}")

@@ -202,7 +202,7 @@ def run_dataset(
     *,
     ks: Iterable[int],
     metrics: Iterable[str],
-    channels: str = "hybrid",
+    recipe: str | None = None,
     bank_prefix: str = "",
     reuse: bool = False,
     batch_size: int = 200,
@@ -234,8 +234,9 @@ def run_dataset(
         task = bar.add_task("recall", total=len(dataset.questions))
         for question in dataset.questions:
             started = time.perf_counter()
-            answer = client.recall(question.bank_id, question.query, channels=channels,
-                                   limit=limit, max_tokens=max_tokens)
+            answer = client.recall(question.bank_id, question.query, recipe=recipe,
+                                   limit=limit, max_tokens=max_tokens,
+                                   query_timestamp=question.query_timestamp)
             latencies.append((time.perf_counter() - started) * 1000.0)
             first = first if first is not None else answer
             record = score_question(question, answer.get("results") or [], dataset.unit_ids,
@@ -255,7 +256,7 @@ def run_dataset(
         "ingest": ingest_stats,
         "recall_latency_ms": latency_summary(latencies),
         "config": {
-            "channels": channels,
+            "recipe": (first or {}).get("recipe", recipe),
             "limit": limit,
             "max_tokens": max_tokens,
             "batch_size": batch_size,
@@ -276,7 +277,7 @@ def run_locomo(
     client: RCLLClient,
     data_dir: str | Path,
     *,
-    channels: str = "hybrid",
+    recipe: str | None = None,
     bank_prefix: str = "eval-locomo-",
     reuse: bool = False,
     batch_size: int = 200,
@@ -288,7 +289,7 @@ def run_locomo(
     """LoCoMo: 10 banks, 5,882 turns, 1,536 questions; recall@k, recall_all@k, nDCG@k for
     k in {1, 5, 10, 20, 50} at turn and session level, by category. See :func:`run_dataset`."""
     dataset = load_locomo(data_dir, bank_prefix=bank_prefix)
-    return run_dataset(client, dataset, ks=LOCOMO_KS, metrics=BASE_METRICS, channels=channels,
+    return run_dataset(client, dataset, ks=LOCOMO_KS, metrics=BASE_METRICS, recipe=recipe,
                        bank_prefix=bank_prefix, reuse=reuse, batch_size=batch_size, limit=limit,
                        max_tokens=max_tokens, progress=progress,
                        keep_per_question=keep_per_question)
@@ -298,7 +299,7 @@ def run_longmemeval(
     client: RCLLClient,
     data_file: str | Path,
     *,
-    channels: str = "hybrid",
+    recipe: str | None = None,
     bank_prefix: str = "eval-lme-",
     reuse: bool = False,
     batch_size: int = 200,
@@ -311,7 +312,7 @@ def run_longmemeval(
     k in {1, 5, 10, 20, 50} at turn and session level, by question type.
     See :func:`run_dataset`."""
     dataset = load_longmemeval(data_file, bank_prefix=bank_prefix)
-    return run_dataset(client, dataset, ks=LME_KS, metrics=ALL_METRICS, channels=channels,
+    return run_dataset(client, dataset, ks=LME_KS, metrics=ALL_METRICS, recipe=recipe,
                        bank_prefix=bank_prefix, reuse=reuse, batch_size=batch_size, limit=limit,
                        max_tokens=max_tokens, progress=progress,
                        keep_per_question=keep_per_question)

@@ -8,6 +8,7 @@ own savepoint, so a new channel (graph, temporal) is one class and one registry 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
@@ -31,6 +32,19 @@ class PreparedQuery:
     vector: np.ndarray | None = None
     model: str | None = None
     vector_error: str | None = None
+    # filled by rcll.search.query_prep.prepare_query inside the recall transaction
+    reference_time: datetime | None = None
+    time_window: tuple[datetime, datetime] | None = None
+    time_expression: str | None = None
+    entities: list[dict] = field(default_factory=list)
+
+    def describe(self) -> dict:
+        """What query preparation found, for ``trace``: ``{"reference_time", "time_window":
+        [start, end] | None, "time_expression", "entities": [{"id", "name", ...}]}``."""
+        iso = lambda v: v.isoformat() if v is not None else None  # noqa: E731
+        return {"reference_time": iso(self.reference_time),
+                "time_window": [iso(t) for t in self.time_window] if self.time_window else None,
+                "time_expression": self.time_expression, "entities": self.entities}
 
     @property
     def text(self) -> str:
@@ -91,4 +105,27 @@ class _ScopedQuery:
         self.room, self.hall, self.layer_cap = scope.room, scope.hall, scope.layer_cap
 
 
-CHANNELS: dict[str, Channel] = {c.name: c for c in (DenseChannel(), LexicalChannel())}
+class GraphChannel:
+    """Spreading activation from the query's entities (see :mod:`rcll.search.graph`)."""
+
+    name = "graph"
+    needs_vector = False
+
+    def candidates(self, conn, scope, pq, ctx) -> ChannelOutput:
+        from rcll.search.graph import graph_candidates
+        return graph_candidates(conn, scope, pq, ctx)
+
+
+class TemporalChannel:
+    """Units in the query's time window (see :mod:`rcll.search.temporal`)."""
+
+    name = "temporal"
+    needs_vector = False
+
+    def candidates(self, conn, scope, pq, ctx) -> ChannelOutput:
+        from rcll.search.temporal import temporal_candidates
+        return temporal_candidates(conn, scope, pq, ctx)
+
+
+CHANNELS: dict[str, Channel] = {c.name: c for c in (DenseChannel(), LexicalChannel(),
+                                                     GraphChannel(), TemporalChannel())}

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from datetime import datetime
 
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from rcll.hierarchy import Hall, Room
-from rcll.validation import TextModel, clean_text, is_blank
+from rcll.search.recipes import RECIPES
+from rcll.validation import TextModel, clean_text, is_blank, utc_in_range
 
 MAX_QUERY_CHARS = 2_000
 MAX_TOKENS_CAP = 1_000_000
@@ -20,8 +21,13 @@ class RecallQuery(TextModel):
 
     ``max_tokens``: budget for the returned texts, counted with the embedder's tokenizer
     (1..1,000,000; default 4,096). ``limit``: most units returned (1..500, default 50).
-    ``channels``: retrieval strategy preset (``hybrid`` = dense + lexical fused by RRF).
+    ``recipe``: the read path to run, a name in :data:`rcll.search.recipes.RECIPES`
+    (default: the deployment's, ``RCLL_RECALL_RECIPE``); ``channels`` is its older name and
+    may be given instead (both given and different → error).
     ``max_layer``: highest layer returned (default 2; L3 archive only when asked).
+    ``query_timestamp``: the reference time for relative time expressions in the query
+    ("last May", "two weeks ago"; ISO 8601, naive means UTC; default now).
+    ``include_superseded``: also return superseded and invalidated units (default no).
     """
 
     model_config = ConfigDict(extra="forbid", strict=True)
@@ -29,7 +35,10 @@ class RecallQuery(TextModel):
     query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
     max_tokens: int = Field(4_096, ge=1, le=MAX_TOKENS_CAP)
     limit: int = Field(50, ge=1, le=MAX_LIMIT)
-    channels: Literal["hybrid", "dense", "lexical"] = "hybrid"
+    recipe: str | None = Field(None, max_length=64)
+    channels: str | None = Field(None, max_length=64)
+    query_timestamp: datetime | None = Field(None, strict=False)
+    include_superseded: bool = False
     room: Room | None = None
     hall: Hall | None = None
     max_layer: int | None = Field(None, ge=0, le=3)
@@ -43,7 +52,25 @@ class RecallQuery(TextModel):
             raise ValueError("query must not be blank")
         return clean_text(v)
 
+    @field_validator("query_timestamp")
+    @classmethod
+    def _utc(cls, v: datetime | None) -> datetime | None:
+        return utc_in_range(v)
 
+    @model_validator(mode="after")
+    def _known_recipe(self) -> RecallQuery:
+        if self.recipe and self.channels and self.recipe != self.channels:
+            raise ValueError(f"recipe {self.recipe!r} and channels {self.channels!r} differ; "
+                             "give one")
+        name = self.recipe or self.channels
+        if name is not None and name not in RECIPES:
+            raise ValueError(f"unknown recipe {name!r}; known: {', '.join(sorted(RECIPES))}")
+        return self
+
+    @property
+    def recipe_name(self) -> str | None:
+        """The recipe asked for, or None for the deployment default."""
+        return self.recipe or self.channels
 
     @property
     def layer_cap(self) -> int:
@@ -74,14 +101,18 @@ class RecallResult:
     counts: dict
     degraded: list[str] = field(default_factory=list)
     timings_ms: dict | None = None
+    recipe: str | None = None
+    query: dict | None = None
 
     def to_json(self) -> dict:
         out = {
             "results": self.results, "mode": self.mode, "channels": self.channels,
             "dense_available": self.dense_available, "reranked": self.reranked,
             "tiers": ["cold"], "tokens_used": self.tokens_used, "counts": self.counts,
-            "degraded": self.degraded,
+            "degraded": self.degraded, "recipe": self.recipe,
         }
+        if self.query is not None:
+            out["query"] = self.query
         if self.timings_ms is not None:
             out["timings_ms"] = self.timings_ms
         return out

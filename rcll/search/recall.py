@@ -1,4 +1,5 @@
-"""Recall, cold tier: the strategy's channels → RRF → token-budget cut (spec §5).
+"""Recall, cold tier: query preparation → the recipe's channels → weighted RRF → the
+recipe's steps (rerank, adjustments, post-processing) → token-budget cut (spec §5).
 
 Runs in one READ ONLY transaction on the read pool; never calls a language model.
 """
@@ -18,19 +19,19 @@ from rcll.search.budget import cut_to_budget
 from rcll.search.channels import CHANNELS, Channel, ChannelOutput, PreparedQuery
 from rcll.search.fusion import rrf
 from rcll.search.models import RecallQuery, RecallResult
+from rcll.search.query_prep import prepare_query
+from rcll.search.recipes import DEFAULT_RECIPE, RECIPES, Recipe
 from rcll.search.scope import CallerScope
-from rcll.search.strategies import STRATEGIES, Strategy
+from rcll.search.state import RecallState
+from rcll.search.steps import run_steps
 
 log = logging.getLogger(__name__)
-
-UNIT_COLUMNS = """u.id, u.text, u.kind, u.room, u.hall, u.layer, u.context, u.occurred_start,
-    u.occurred_end, u.mentioned_at, u.created_at, u.metadata, u.tags, u.chunk_id, u.token_count,
-    d.document_id AS document_id"""
 
 
 @dataclass
 class RecallContext:
-    """What recall needs: the read pool, the embedder, the tokenizer and the tuning values."""
+    """What recall needs: the read pool, the embedder, the tokenizer, the reranker handle
+    (None: no reranker configured) and the tuning values."""
 
     pool: ConnectionPool
     embedder: EmbedderHandle
@@ -39,6 +40,10 @@ class RecallContext:
     dense_floor: float = 0.30
     rrf_k: int = 60
     lexical_df_cutoff: float = 0.15
+    default_recipe: str = DEFAULT_RECIPE
+    reranker: object | None = None
+    rerank_top_n: int = 50
+    rerank_batch_size: int = 16
 
 
 def prepare(ctx: RecallContext, q: RecallQuery, needs_vector: bool) -> PreparedQuery:
@@ -58,74 +63,90 @@ def prepare(ctx: RecallContext, q: RecallQuery, needs_vector: bool) -> PreparedQ
 
 
 def recall(ctx: RecallContext, bank_id: str, q: RecallQuery,
-           strategies: dict[str, Strategy] = STRATEGIES,
+           recipes: dict[str, Recipe] = RECIPES,
            channels: dict[str, Channel] = CHANNELS) -> RecallResult:
-    """Answer ``q`` against ``bank_id``. Raises :class:`BankNotFound`.
+    """Answer ``q`` against ``bank_id`` with the recipe it names (else ``ctx.default_recipe``).
+    Raises :class:`BankNotFound`.
 
-    Runs the strategy's channels from the registry, each in its own savepoint. A channel
-    that cannot serve (no query vector, an error) is skipped and named in ``degraded``; if
-    none of the strategy's channels could run, its ``fallback`` channels answer instead
-    (dense-only with the embedder down answers lexically, mode A) — degrade, never refuse
-    (spec §1.4).
+    Phases: query preparation (embed once; time window and entities, in the transaction),
+    the recipe's channels from the registry (each in its own savepoint), weighted RRF, the
+    recipe's steps (context, rerank, trust, expansion, post-processing), then the token
+    budget cut. A channel that cannot serve (no query vector, an error) is skipped and named
+    in ``degraded``; if none of the recipe's channels could run, its ``fallback`` channels
+    answer instead (dense-only with the embedder down answers lexically, mode A) — degrade,
+    never refuse (spec §1.4).
     """
     t0 = time.perf_counter()
     timings: dict[str, float] = {}
-    strategy = strategies[q.channels]
-    degraded: list[str] = []
+    recipe = recipes[q.recipe_name or ctx.default_recipe]
     scope = CallerScope.for_query(bank_id, q)
-    wanted = list(strategy.channels)
-    needs_vector = any(channels[n].needs_vector for n in (*wanted, *strategy.fallback))
+    wanted = list(recipe.channels)
+    needs_vector = any(channels[n].needs_vector for n in (*wanted, *recipe.fallback))
     pq = prepare(ctx, q, needs_vector)
     if needs_vector:
         timings["embed_query"] = _ms(t0)
 
-    outputs: dict[str, ChannelOutput] = {}
     with ctx.pool.connection() as conn:
         with conn.transaction():
             conn.execute("SET TRANSACTION READ ONLY")
             if conn.execute("SELECT 1 FROM memory_banks WHERE id = %s", (bank_id,)).fetchone() is None:
                 raise BankNotFound(f"bank {bank_id!r} does not exist", {"bank_id": bank_id})
-            _run_channels(conn, ctx, scope, pq, [channels[n] for n in wanted], outputs,
-                          degraded, timings)
-            if not outputs and strategy.fallback:
-                _run_channels(conn, ctx, scope, pq, [channels[n] for n in strategy.fallback],
-                              outputs, degraded, timings)
-                if outputs:
-                    degraded.append(f"answered by fallback channels: {', '.join(outputs)}")
+            state = RecallState(conn=conn, ctx=ctx, scope=scope, pq=pq, recipe=recipe,
+                                timings=timings)
+            t = time.perf_counter()
+            prepare_query(conn, scope, pq, time_window="temporal" in wanted,
+                          entities="graph" in wanted)
+            timings["prepare"] = _ms(t)
+            _run_channels(conn, ctx, scope, pq, [channels[n] for n in wanted], state.outputs,
+                          state.degraded, timings)
+            if not state.outputs and recipe.fallback:
+                _run_channels(conn, ctx, scope, pq, [channels[n] for n in recipe.fallback],
+                              state.outputs, state.degraded, timings)
+                if state.outputs:
+                    state.degraded.append(
+                        f"answered by fallback channels: {', '.join(state.outputs)}")
 
             t = time.perf_counter()
-            ranked = {name: out.candidates for name, out in outputs.items()}
-            fused = rrf(ranked, k=ctx.rrf_k, weights=strategy.weights)
+            ranked = {name: out.candidates for name, out in state.outputs.items()}
+            state.ranked = rrf(ranked, k=ctx.rrf_k, weights=recipe.weights)
+            n_fused = len(state.ranked)
+            for uid, score in state.ranked:
+                state.note(uid, "rrf", score)
             timings["fuse"] = _ms(t)
+            run_steps(state)
             t = time.perf_counter()
-            top = fused[: min(len(fused), max(q.limit * 2, q.limit + 20))]
-            rows = _hydrate(conn, [uid for uid, _ in top])
-            for uid, ents in _entities(conn, list(rows)).items():
+            top = state.ranked[: state.pool_size()]
+            rows = state.hydrate([uid for uid, _ in top])
+            for uid, ents in _entities(conn, [uid for uid, _ in top if uid in rows]).items():
                 rows[uid]["entities"] = ents
         timings["hydrate"] = _ms(t)
 
     ranks = {name: {c.unit_id: c for c in cands} for name, cands in ranked.items()}
-    ordered = [_render(rows[uid], uid, score, ranks) for uid, score in top if uid in rows]
+    ordered = [_render(rows[uid], uid, score, ranks, state.stage_scores.get(uid, {}))
+               for uid, score in top if uid in rows]
     t = time.perf_counter()
     results, used = cut_to_budget(ordered, q.max_tokens, q.limit, ctx.tokens)
     timings["budget"] = _ms(t)
     timings["total"] = _ms(t0)
 
-    counts: dict = {name: len(out.candidates) for name, out in outputs.items()}
-    counts.update(fused=len(fused), returned=len(results))
-    for name, out in outputs.items():
+    counts: dict = {name: len(out.candidates) for name, out in state.outputs.items()}
+    counts.update(fused=n_fused, returned=len(results))
+    for name, out in state.outputs.items():
         counts.update({f"{name}_{k}": v for k, v in out.info.items()})
-    dense_ok = pq.vector is not None and "dense" in outputs
+    counts.update(state.counts)
+    dense_ok = pq.vector is not None and "dense" in state.outputs
     return RecallResult(
         results=results,
-        mode=_mode(set(outputs)),
-        channels=sorted(outputs),
+        mode=_mode(set(state.outputs)),
+        channels=sorted(state.outputs),
         dense_available=(dense_ok if needs_vector else ctx.embedder.get() is not None),
-        reranked=False,
+        reranked=state.reranked,
         tokens_used=used,
         counts=counts,
-        degraded=degraded,
+        degraded=state.degraded,
         timings_ms=timings if q.trace else None,
+        recipe=recipe.name,
+        query=pq.describe() if q.trace else None,
     )
 
 
@@ -149,24 +170,16 @@ def _run_channels(conn, ctx: RecallContext, scope: CallerScope, pq: PreparedQuer
 
 
 def _mode(ran: set[str]) -> str:
-    """Zero-LLM mode (spec §5): A = lexical only, B = lexical + dense fused; ``dense`` when
-    only the dense channel answered; ``none`` when nothing could."""
+    """Zero-LLM mode (spec §5): A = lexical only, B = lexical + dense fused, C = B plus the
+    graph or temporal channel; ``dense`` when only the dense channel answered; ``none`` when
+    nothing could."""
+    if {"dense", "lexical"} <= ran and ran & {"graph", "temporal"}:
+        return "C"
     if {"dense", "lexical"} <= ran:
         return "B"
     if "lexical" in ran:
         return "A"
     return "dense" if "dense" in ran else "none"
-
-
-def _hydrate(conn, ids: list[str]) -> dict[str, dict]:
-    if not ids:
-        return {}
-    rows = conn.execute(
-        f"""SELECT {UNIT_COLUMNS} FROM memory_units u
-            LEFT JOIN documents d ON d.id = u.document_id WHERE u.id = ANY(%s::uuid[])""",
-        (ids,),
-    ).fetchall()
-    return {str(r["id"]): r for r in rows}
 
 
 def _entities(conn, ids: list[str]) -> dict[str, list[dict]]:
@@ -187,7 +200,7 @@ def _entities(conn, ids: list[str]) -> dict[str, list[dict]]:
     return out
 
 
-def _render(row: dict, uid: str, score: float, ranks: dict) -> dict:
+def _render(row: dict, uid: str, score: float, ranks: dict, stages: dict) -> dict:
     iso = lambda v: v.isoformat() if v is not None else None  # noqa: E731
     out = {
         "id": uid, "text": row["text"], "kind": row["kind"], "room": row["room"],
@@ -197,7 +210,8 @@ def _render(row: dict, uid: str, score: float, ranks: dict) -> dict:
         "metadata": row["metadata"], "tags": row["tags"],
         "document_id": row["document_id"],
         "chunk_id": str(row["chunk_id"]) if row["chunk_id"] else None,
-        "ranks": {}, "scores": {"rrf": round(score, 6)}, "tokens": row["token_count"],
+        "ranks": {}, "scores": {**stages, "final": round(score, 6)},
+        "tokens": row["token_count"],
         "entities": row.get("entities", []),
     }
     for name, by_id in ranks.items():

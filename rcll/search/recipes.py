@@ -1,0 +1,70 @@
+"""Recipes as data: which channels run, how they are fused, and the steps after fusion.
+
+A recipe is a name, the channels it asks (with their RRF weights and the fallback channels
+that answer when none of them can run), and an ordered list of steps over the fused ranking
+— context scoring, rerank, trust adjustments, expansion, post-processing — each a name from
+:data:`rcll.search.steps.STEPS` with its parameters. A new recipe is one entry here; a new
+step is one function and one registry entry. The response names the recipe that ran.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step after fusion: ``name`` in :data:`rcll.search.steps.STEPS`, its keyword
+    ``params``."""
+
+    name: str
+    params: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
+
+    @classmethod
+    def of(cls, name: str, **params: Any) -> Step:
+        return cls(name, MappingProxyType(dict(params)))
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """A named read path. ``weights`` scale each channel's RRF contribution (default 1.0);
+    ``fallback`` channels answer when none of ``channels`` could run (a part is down);
+    ``steps`` run in order on the fused ranking."""
+
+    name: str
+    channels: tuple[str, ...]
+    weights: dict[str, float] = field(default_factory=dict)
+    fallback: tuple[str, ...] = ()
+    steps: tuple[Step, ...] = ()
+
+    def describe(self) -> dict:
+        """The recipe as JSON: ``{"name", "channels", "weights", "steps": [{name, params}]}``."""
+        return {"name": self.name, "channels": list(self.channels),
+                "weights": {c: self.weights.get(c, 1.0) for c in self.channels},
+                "steps": [{"name": s.name, "params": dict(s.params)} for s in self.steps]}
+
+
+# Post-processing every recipe ends with (spec §5): duplicates within the result collapsed,
+# Memory Worth filter, the bank's L0 units always included.
+POST = (Step.of("collapse_duplicates", cosine=0.88), Step.of("worth"), Step.of("l0"))
+
+# Hybrid weighs the dense channel 0.3 against lexical 1.0 in RRF (k = 60). Measured with
+# benchmarks/fusion_sweep.py, turn level, recall@10 / nDCG@5:
+#   LoCoMo (1,536 q):       BM25 0.601 / 0.439, MiniLM 0.439 / 0.266,
+#                           RRF w=1.0 0.615 / 0.408, w=0.5 0.629 / 0.425, w=0.3 0.634 / 0.437
+#   LongMemEval_S dev (60): BM25 0.776 / 0.547, MiniLM 0.702 / 0.459,
+#                           RRF w=1.0 0.821 / 0.539, w=0.5 0.804 / 0.554, w=0.3 0.804 / 0.562
+# Equal weights let the weaker dense list push lexical hits out of the top five.
+RECIPES: dict[str, Recipe] = {
+    "hybrid": Recipe("hybrid", ("dense", "lexical"), {"dense": 0.3, "lexical": 1.0},
+                     steps=POST),
+    "dense": Recipe("dense", ("dense",), fallback=("lexical",), steps=POST),
+    "lexical": Recipe("lexical", ("lexical",), steps=POST),
+    "full": Recipe("full", ("dense", "lexical", "graph", "temporal"),
+                   {"dense": 0.3, "lexical": 1.0, "graph": 0.3, "temporal": 0.3},
+                   steps=(Step.of("rerank"), Step.of("trust"), Step.of("expand"), *POST)),
+}
+
+DEFAULT_RECIPE = "hybrid"

@@ -1,0 +1,72 @@
+"""The state one recall carries through its steps (see :mod:`rcll.search.steps`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from psycopg import Connection
+
+from rcll.search.channels import ChannelOutput, PreparedQuery
+from rcll.search.recipes import Recipe
+from rcll.search.scope import CallerScope
+
+if TYPE_CHECKING:
+    from rcll.search.recall import RecallContext
+
+UNIT_COLUMNS = """u.id, u.text, u.kind, u.room, u.hall, u.layer, u.context, u.occurred_start,
+    u.occurred_end, u.mentioned_at, u.created_at, u.metadata, u.tags, u.chunk_id, u.token_count,
+    u.origin, u.confidence, u.superseded_by_id, u.invalidated_reason,
+    d.document_id AS document_id"""
+
+
+@dataclass
+class RecallState:
+    """One recall in progress, inside its READ ONLY transaction.
+
+    ``ranked``: the current order ``[(unit_id, score)]``, best first — RRF scores after
+    fusion, rewritten by each step. ``rows``: hydrated units by id (``hydrate``). ``stage
+    scores``: ``{unit_id: {stage: score}}`` reported per result. ``counts`` and ``degraded``
+    go to the response; ``timings`` (ms) too when the request asks for ``trace``.
+    """
+
+    conn: Connection
+    ctx: RecallContext
+    scope: CallerScope
+    pq: PreparedQuery
+    recipe: Recipe
+    outputs: dict[str, ChannelOutput] = field(default_factory=dict)
+    ranked: list[tuple[str, float]] = field(default_factory=list)
+    rows: dict[str, dict] = field(default_factory=dict)
+    stage_scores: dict[str, dict[str, float]] = field(default_factory=dict)
+    counts: dict = field(default_factory=dict)
+    degraded: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    reranked: bool = False
+
+    @property
+    def request(self):
+        return self.pq.request
+
+    def pool_size(self) -> int:
+        """How many of the ranking later steps look at: ``max(2·limit, limit + 20)``."""
+        limit = self.request.limit
+        return max(limit * 2, limit + 20)
+
+    def hydrate(self, ids: list[str]) -> dict[str, dict]:
+        """Load the units ``ids`` not yet in ``rows`` (one query); returns ``rows``. Units
+        outside the caller scope are loaded too — callers only pass ids a channel or a
+        scoped query produced."""
+        missing = [i for i in dict.fromkeys(ids) if i not in self.rows]
+        if missing:
+            for r in self.conn.execute(
+                    f"""SELECT {UNIT_COLUMNS} FROM memory_units u
+                        LEFT JOIN documents d ON d.id = u.document_id
+                        WHERE u.id = ANY(%s::uuid[])""",
+                    ("{" + ",".join(missing) + "}",)).fetchall():
+                self.rows[str(r["id"])] = r
+        return self.rows
+
+    def note(self, unit_id: str, stage: str, score: float) -> None:
+        """Record ``unit_id``'s score at ``stage`` (shown in the result's ``scores``)."""
+        self.stage_scores.setdefault(unit_id, {})[stage] = round(float(score), 6)
