@@ -9,7 +9,8 @@ from collections.abc import Callable
 from flask import Flask
 
 from api import errors
-from api.routes import banks, closets, dedup, health, memories, operations, recall, retain
+from api.routes import (banks, closets, dedup, feedback, health, memories, operations, recall,
+                        retain)
 from api.routes import entities as entity_routes
 from rcll.bootstrap import Services, bootstrap
 from rcll.config import Settings
@@ -40,7 +41,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     app.extensions["rcll_retain"] = svc.retain_service(app.extensions["rcll_enqueue"])
     errors.register(app)
     for bp in (retain.bp, recall.bp, operations.bp, banks.bp, health.bp, memories.bp, dedup.bp,
-               closets.bp):
+               closets.bp, feedback.bp):
         app.register_blueprint(bp)
     app.register_blueprint(entity_routes.bp)
     logging.basicConfig(level=logging.INFO)

@@ -34,7 +34,7 @@ def recall_get(bank_id: str):
             except ValueError:
                 raise APIError(400, "invalid_request", f"{key} must be an integer",
                                {"field": key, "value": params[key]})
-    for key in ("trace", "include_archive"):
+    for key in ("trace", "include_archive", "include_superseded"):
         if key in params:
             params[key] = params[key].lower() in ("1", "true", "yes")
     if "query" not in params:

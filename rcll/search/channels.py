@@ -98,11 +98,12 @@ class LexicalChannel:
 
 class _ScopedQuery:
     """A request whose hierarchy filters come from the scope (what the channel functions read:
-    ``query``, ``room``, ``hall``, ``layer_cap``)."""
+    ``query``, ``room``, ``hall``, ``layer_cap``, ``include_superseded``)."""
 
     def __init__(self, request: RecallQuery, scope: CallerScope):
         self.query = request.query
         self.room, self.hall, self.layer_cap = scope.room, scope.hall, scope.layer_cap
+        self.include_superseded = scope.include_superseded
 
 
 class GraphChannel:

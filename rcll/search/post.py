@@ -1,21 +1,146 @@
-"""Post-processing of the ranked result (spec §5): duplicates collapsed, Memory Worth
-filter, L0 units always included.
+"""Post-processing of the ranked result (spec §5 "Post-processing"): duplicates within the
+result collapsed, Memory Worth filter, the bank's L0 units always included.
 
-Stub: leaves the ranking unchanged.
+Each step reads and rewrites ``state.ranked`` inside the recall's READ ONLY transaction
+(one SELECT each, never a write). Superseded and invalidated units are already out by the
+caller scope (:class:`rcll.search.scope.CallerScope`, ``include_superseded``); L3 units by
+its ``layer_cap`` (``max_layer=3`` or ``include_archive``).
 """
 
 from __future__ import annotations
 
+import logging
+
+import numpy as np
+
 from rcll.search.state import RecallState
+
+log = logging.getLogger(__name__)
 
 
 def collapse_duplicates_step(state: RecallState, cosine: float = 0.88) -> None:
-    """Collapse near-duplicates within the result (placeholder: no change)."""
+    """Collapse near-duplicates within the result: walking the ranking best first, a unit
+    whose stored embedding has cosine > ``cosine`` with a higher-ranked kept unit is removed
+    from ``state.ranked`` and listed under the most similar such kept unit in
+    ``state.collapsed`` (``{kept_id: [collapsed ids, rank order]}``; rendered as the
+    result's ``collapsed``). ``state.counts["collapsed"]``: how many were removed.
+
+    Threshold: cosine > 0.88, spec §5 post-processing and ../shared/seeds/
+    003_4c8355635cfadf5f.txt line 38 ("Deduplicate (cosine > 0.88 within result)").
+
+    Vectors: the stored ``memory_embeddings`` rows (unit-norm) of the query's model, else of
+    the configured embedder's model (what the bank's units are embedded with), so no query
+    vector is needed. The window is the first ``2 × state.pool_size()`` units (one SELECT),
+    so the pool stays full after collapsing. A unit without a stored vector is kept as it
+    is. When none of the window has a vector (embedder down at retain time, pgvector
+    missing) the step is skipped and named in ``state.degraded``.
+    """
+    window = [uid for uid, _ in state.ranked[: 2 * state.pool_size()]]
+    state.counts["collapsed"] = 0
+    if len(window) < 2:
+        return
+    model = state.pq.model or state.ctx.embedder.model_name
+    try:
+        with state.conn.transaction():  # savepoint: pgvector missing must not sink recall
+            rows = state.conn.execute(
+                """SELECT unit_id::text AS id, embedding FROM memory_embeddings
+                   WHERE unit_id = ANY(%s::uuid[]) AND model = %s""",
+                ("{" + ",".join(window) + "}", model)).fetchall()
+    except Exception as exc:
+        log.warning("collapse_duplicates: vectors unreadable: %s", exc)
+        state.degraded.append(f"collapse_duplicates: skipped ({type(exc).__name__})")
+        return
+    if not rows:
+        why = state.pq.vector_error or "no stored vectors"
+        state.degraded.append(f"collapse_duplicates: skipped ({why}; no stored vectors of "
+                              f"{model} for the result)")
+        return
+    vecs = {r["id"]: _array(r["embedding"]) for r in rows}
+    dim = len(next(iter(vecs.values())))
+    kept_ids: list[str] = []
+    kept = np.empty((len(window), dim), dtype=np.float32)
+    removed: set[str] = set()
+    pool = state.pool_size()
+    n_kept_total = 0  # units kept so far, with or without a vector
+    for uid in window:
+        if n_kept_total >= pool:
+            break
+        v = vecs.get(uid)
+        if v is not None:
+            norm = float(np.linalg.norm(v))
+            v = v / norm if norm > 0 else v
+            if kept_ids:
+                sims = kept[: len(kept_ids)] @ v
+                best = int(np.argmax(sims))
+                if float(sims[best]) > cosine:
+                    state.collapsed.setdefault(kept_ids[best], []).append(uid)
+                    removed.add(uid)
+                    continue
+            kept[len(kept_ids)] = v
+            kept_ids.append(uid)
+        n_kept_total += 1
+    if removed:
+        state.ranked = [(u, s) for u, s in state.ranked if u not in removed]
+    state.counts["collapsed"] = len(removed)
 
 
-def worth_step(state: RecallState, **params) -> None:
-    """Drop units whose Memory Worth is low (placeholder: no change)."""
+def _array(v) -> np.ndarray:
+    """A pgvector value (``Vector``, numpy array or list, as psycopg returns it) as float32."""
+    return np.asarray(v.to_numpy() if hasattr(v, "to_numpy") else v, dtype=np.float32)
 
 
-def l0_step(state: RecallState, **params) -> None:
-    """Include the bank's L0 units (placeholder: no change)."""
+def worth_step(state: RecallState, min_outcomes: int = 20, floor: float = 0.3) -> None:
+    """Drop units whose Memory Worth is below ``floor`` once they have at least
+    ``min_outcomes`` outcomes (worth = success / (success + failure), recorded by ``POST
+    …/memories/{id}/feedback``; :func:`rcll.store.feedback.worth`). A unit with fewer
+    outcomes, or none, is kept.
+
+    Thresholds: worth < 0.3 after ≥ 20 outcomes, spec §5 post-processing; the filter is the
+    seed's ../shared/seeds/003_4c8355635cfadf5f.txt line 39 ("Memory Worth filter (exclude
+    worth < 0.3)"). One SELECT over ``unit_feedback``'s primary key for every id of the
+    ranking (not only the pool, so the units that move up into the pool are checked too).
+    ``state.counts["worth_dropped"]``: how many were dropped.
+    """
+    state.counts["worth_dropped"] = 0
+    if not state.ranked:
+        return
+    ids = "{" + ",".join(uid for uid, _ in state.ranked) + "}"
+    low = {r["id"] for r in state.conn.execute(
+        """SELECT unit_id::text AS id FROM unit_feedback
+           WHERE unit_id = ANY(%s::uuid[]) AND success + failure >= %s
+             AND success::float8 / (success + failure) < %s""",
+        (ids, min_outcomes, floor)).fetchall()}
+    if low:
+        state.ranked = [(u, s) for u, s in state.ranked if u not in low]
+    state.counts["worth_dropped"] = len(low)
+
+
+def l0_step(state: RecallState, cap: int = 20) -> None:
+    """The bank's L0 units ("Critical — must always be recalled", ../shared/seeds/
+    002_4b10c7aa0a9cc015.txt, Layers table; spec §5 "L0 units of the bank are always
+    included") go to the top of the ranking, whatever the query.
+
+    Which: live L0 units in the caller scope (room, hall filters apply), at most ``cap``
+    (20, newest first beyond that: a bank with more L0 units than that is misusing the
+    layer, and they would crowd out every answer). Order among them: those the channels
+    found keep their fused order and score, then the others (score 0.0, newest first).
+    Placed first, so the token-budget cut keeps them (unless one alone is over budget).
+    ``state.counts["l0"]``: L0 units placed, ``l0_added``: of which the channels missed.
+    Each gets stage score ``l0: 1.0``.
+    """
+    where, params = state.scope.where("u")
+    rows = state.conn.execute(
+        f"""SELECT u.id::text AS id FROM memory_units u WHERE {where} AND u.layer = 0
+            ORDER BY u.created_at DESC, u.id LIMIT %(cap)s""", {**params, "cap": cap}).fetchall()
+    l0 = [r["id"] for r in rows]
+    state.counts["l0"], state.counts["l0_added"] = len(l0), 0
+    if not l0:
+        return
+    wanted = set(l0)
+    found = [(u, s) for u, s in state.ranked if u in wanted]
+    have = {u for u, _ in found}
+    added = [(u, 0.0) for u in l0 if u not in have]
+    state.ranked = found + added + [(u, s) for u, s in state.ranked if u not in wanted]
+    for uid in l0:
+        state.note(uid, "l0", 1.0)
+    state.counts["l0_added"] = len(added)

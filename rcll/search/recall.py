@@ -122,7 +122,8 @@ def recall(ctx: RecallContext, bank_id: str, q: RecallQuery,
         timings["hydrate"] = _ms(t)
 
     ranks = {name: {c.unit_id: c for c in cands} for name, cands in ranked.items()}
-    ordered = [_render(rows[uid], uid, score, ranks, state.stage_scores.get(uid, {}))
+    ordered = [_render(rows[uid], uid, score, ranks, state.stage_scores.get(uid, {}),
+                       state.collapsed.get(uid, []), state.expanded_from.get(uid))
                for uid, score in top if uid in rows]
     t = time.perf_counter()
     results, used = cut_to_budget(ordered, q.max_tokens, q.limit, ctx.tokens)
@@ -200,7 +201,8 @@ def _entities(conn, ids: list[str]) -> dict[str, list[dict]]:
     return out
 
 
-def _render(row: dict, uid: str, score: float, ranks: dict, stages: dict) -> dict:
+def _render(row: dict, uid: str, score: float, ranks: dict, stages: dict,
+            collapsed: list[str] = (), expanded_from: str | None = None) -> dict:
     iso = lambda v: v.isoformat() if v is not None else None  # noqa: E731
     out = {
         "id": uid, "text": row["text"], "kind": row["kind"], "room": row["room"],
@@ -213,6 +215,7 @@ def _render(row: dict, uid: str, score: float, ranks: dict, stages: dict) -> dic
         "ranks": {}, "scores": {**stages, "final": round(score, 6)},
         "tokens": row["token_count"],
         "entities": row.get("entities", []),
+        "collapsed": list(collapsed), "expanded_from": expanded_from,
     }
     for name, by_id in ranks.items():
         c = by_id.get(uid)

@@ -17,23 +17,30 @@ class CallerScope:
     """Rows a recall may read: one bank, live units only, the request's hierarchy filters.
 
     ``layer_cap``: highest layer (0–3) returned. ``room``/``hall``: exact filters or ``None``.
+    ``include_superseded``: also superseded (``superseded_by_id`` set) and invalidated
+    (``invalidated_reason`` set, e.g. a replaced document version or a merged duplicate)
+    units — history on request (spec §5 post-processing: "drop superseded and invalidated
+    units unless asked"); default live units only.
     """
 
     bank_id: str
     layer_cap: int = 2
     room: str | None = None
     hall: str | None = None
+    include_superseded: bool = False
 
     @classmethod
     def for_query(cls, bank_id: str, q: RecallQuery) -> CallerScope:
         """The scope of recall request ``q`` against ``bank_id``."""
-        return cls(bank_id=bank_id, layer_cap=q.layer_cap, room=q.room, hall=q.hall)
+        return cls(bank_id=bank_id, layer_cap=q.layer_cap, room=q.room, hall=q.hall,
+                   include_superseded=getattr(q, "include_superseded", False))
 
     def where(self, alias: str = "u") -> tuple[str, dict]:
         """``(sql, params)`` restricting ``alias`` (memory_units) to this scope; named
         ``%(…)s`` parameters, to be merged into the statement's own."""
-        parts = [f"{alias}.bank_id = %(bank_id)s", f"{alias}.layer <= %(layer_cap)s",
-                 f"{alias}.superseded_by_id IS NULL", f"{alias}.invalidated_reason IS NULL"]
+        parts = [f"{alias}.bank_id = %(bank_id)s", f"{alias}.layer <= %(layer_cap)s"]
+        if not self.include_superseded:
+            parts += [f"{alias}.superseded_by_id IS NULL", f"{alias}.invalidated_reason IS NULL"]
         params: dict = {"bank_id": self.bank_id, "layer_cap": self.layer_cap}
         if self.room:
             parts.append(f"{alias}.room = %(room)s")

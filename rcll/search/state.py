@@ -28,6 +28,8 @@ class RecallState:
     fusion, rewritten by each step. ``rows``: hydrated units by id (``hydrate``). ``stage
     scores``: ``{unit_id: {stage: score}}`` reported per result. ``counts`` and ``degraded``
     go to the response; ``timings`` (ms) too when the request asks for ``trace``.
+    ``collapsed`` ``{kept_id: [ids]}`` and ``expanded_from`` ``{unit_id: source_id}`` are
+    shown on each result.
     """
 
     conn: Connection
@@ -43,6 +45,11 @@ class RecallState:
     degraded: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     reranked: bool = False
+    # post-processing provenance, rendered per result: kept unit → the near-duplicates
+    # collapsed into it (rcll.search.post), expanded unit → the unit whose link added it
+    # (rcll.search.adjust)
+    collapsed: dict[str, list[str]] = field(default_factory=dict)
+    expanded_from: dict[str, str] = field(default_factory=dict)
 
     @property
     def request(self):

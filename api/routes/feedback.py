@@ -1,0 +1,32 @@
+"""Memory Worth feedback: ``POST …/memories/{unit_id}/feedback`` (spec §3, §5)."""
+
+from __future__ import annotations
+
+from flask import Blueprint, jsonify
+
+from api.deps import json_body, services
+from api.errors import APIError
+from api.schemas import check_bank_id
+from rcll.store import banks, feedback, memories
+
+bp = Blueprint("feedback", __name__)
+
+
+@bp.post("/v1/default/banks/<bank_id>/memories/<unit_id>/feedback")
+def record_feedback(bank_id: str, unit_id: str):
+    """Record one outcome ``{"outcome": "success"|"failure"}`` for the unit → 200
+    ``{unit_id, success, failure, worth}`` (:func:`rcll.store.feedback.record`). 400
+    ``invalid_bank_id`` / ``invalid_unit_id`` / ``invalid_outcome`` / ``invalid_request``
+    (other fields), 404 ``bank_not_found`` / ``unit_not_found`` (also a unit of another
+    bank)."""
+    check_bank_id(bank_id)
+    memories.parse_unit_id(unit_id)
+    body = json_body()
+    unknown = sorted(set(body) - {"outcome"})
+    if unknown:
+        raise APIError(400, "invalid_request", f"unknown fields: {', '.join(unknown)}",
+                       {"fields": unknown, "allowed": ["outcome"]})
+    outcome = feedback.parse_outcome(body.get("outcome"))
+    with services().pool.connection() as conn, conn.transaction():
+        banks.get(conn, bank_id)
+        return jsonify(feedback.record(conn, bank_id, unit_id, outcome))
