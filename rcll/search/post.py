@@ -11,31 +11,32 @@ from __future__ import annotations
 
 import logging
 
-import numpy as np
-
 from rcll.search.state import RecallState
 
 log = logging.getLogger(__name__)
 
 
 def collapse_duplicates_step(state: RecallState, cosine: float = 0.88) -> None:
-    """Collapse near-duplicates within the result: walking the ranking best first, a unit
-    whose stored embedding has cosine > ``cosine`` with a higher-ranked kept unit is removed
-    from ``state.ranked`` and listed under the most similar such kept unit in
-    ``state.collapsed`` (``{kept_id: [collapsed ids, rank order]}``; rendered as the
-    result's ``collapsed``). ``state.counts["collapsed"]``: how many were removed.
+    """Collapse near-duplicates within the result: walking the pool (the first
+    ``state.pool_size()`` units) best first, a unit whose stored embedding has cosine >
+    ``cosine`` with a higher-ranked kept unit is removed from ``state.ranked`` and listed
+    under the most similar such kept unit in ``state.collapsed`` (``{kept_id: [collapsed
+    ids, rank order]}``; rendered as the result's ``collapsed``).
+    ``state.counts["collapsed"]``: how many were removed.
 
     Threshold: cosine > 0.88, spec §5 post-processing and ../shared/seeds/
     003_4c8355635cfadf5f.txt line 38 ("Deduplicate (cosine > 0.88 within result)").
 
-    Vectors: the stored ``memory_embeddings`` rows (unit-norm) of the query's model, else of
-    the configured embedder's model (what the bank's units are embedded with), so no query
-    vector is needed. The window is the first ``2 × state.pool_size()`` units (one SELECT),
-    so the pool stays full after collapsing. A unit without a stored vector is kept as it
-    is. When none of the window has a vector (embedder down at retain time, pgvector
-    missing) the step is skipped and named in ``state.degraded``.
+    Vectors: the stored ``memory_embeddings`` rows of the query's model, else of the
+    configured embedder's model (what the bank's units are embedded with), so no query
+    vector is needed. PostgreSQL compares the pool's vectors pairwise and returns only the
+    pairs above the threshold (one SELECT; 4,950 pairs at limit 50), not the vectors. A unit
+    without a stored vector is kept as it is. When none of the pool has a vector (embedder
+    down at retain time, pgvector missing) the step is skipped and named in
+    ``state.degraded``. The pool is twice the limit, so it still holds ``limit`` units after
+    collapsing unless more than half of it were duplicates.
     """
-    window = [uid for uid, _ in state.ranked[: 2 * state.pool_size()]]
+    window = [uid for uid, _ in state.ranked[: state.pool_size()]]
     state.counts["collapsed"] = 0
     if len(window) < 2:
         return
@@ -43,50 +44,42 @@ def collapse_duplicates_step(state: RecallState, cosine: float = 0.88) -> None:
     try:
         with state.conn.transaction():  # savepoint: pgvector missing must not sink recall
             rows = state.conn.execute(
-                """SELECT unit_id::text AS id, embedding FROM memory_embeddings
-                   WHERE unit_id = ANY(%s::uuid[]) AND model = %s""",
-                ("{" + ",".join(window) + "}", model)).fetchall()
+                """WITH w AS MATERIALIZED (
+                       SELECT e.unit_id, e.embedding, x.ord
+                       FROM unnest(%(ids)s::uuid[]) WITH ORDINALITY AS x(id, ord)
+                       JOIN memory_embeddings e ON e.unit_id = x.id AND e.model = %(model)s),
+                   pairs AS (
+                       SELECT a.unit_id::text AS kept, b.unit_id::text AS dup,
+                              1 - (a.embedding <=> b.embedding) AS cos
+                       FROM w a JOIN w b ON a.ord < b.ord
+                       WHERE (a.embedding <=> b.embedding) < 1 - %(cos)s)
+                   SELECT c.n, p.kept, p.dup, p.cos
+                   FROM (SELECT count(*) AS n FROM w) c LEFT JOIN pairs p ON true""",
+                {"ids": "{" + ",".join(window) + "}", "model": model,
+                 "cos": cosine}).fetchall()
     except Exception as exc:
         log.warning("collapse_duplicates: vectors unreadable: %s", exc)
         state.degraded.append(f"collapse_duplicates: skipped ({type(exc).__name__})")
         return
-    if not rows:
+    if rows[0]["n"] == 0:
         why = state.pq.vector_error or "no stored vectors"
         state.degraded.append(f"collapse_duplicates: skipped ({why}; no stored vectors of "
                               f"{model} for the result)")
         return
-    vecs = {r["id"]: _array(r["embedding"]) for r in rows}
-    dim = len(next(iter(vecs.values())))
-    kept_ids: list[str] = []
-    kept = np.empty((len(window), dim), dtype=np.float32)
+    similar: dict[str, list[tuple[float, str]]] = {}  # dup → [(cosine, higher-ranked unit)]
+    for r in rows:
+        if r["dup"] is not None:
+            similar.setdefault(r["dup"], []).append((float(r["cos"]), r["kept"]))
     removed: set[str] = set()
-    pool = state.pool_size()
-    n_kept_total = 0  # units kept so far, with or without a vector
-    for uid in window:
-        if n_kept_total >= pool:
-            break
-        v = vecs.get(uid)
-        if v is not None:
-            norm = float(np.linalg.norm(v))
-            v = v / norm if norm > 0 else v
-            if kept_ids:
-                sims = kept[: len(kept_ids)] @ v
-                best = int(np.argmax(sims))
-                if float(sims[best]) > cosine:
-                    state.collapsed.setdefault(kept_ids[best], []).append(uid)
-                    removed.add(uid)
-                    continue
-            kept[len(kept_ids)] = v
-            kept_ids.append(uid)
-        n_kept_total += 1
+    for uid in window:  # rank order: a unit's partners above it are decided before it
+        kept = [(c, k) for c, k in similar.get(uid, ()) if k not in removed]
+        if kept:
+            best = max(kept)[1]
+            state.collapsed.setdefault(best, []).append(uid)
+            removed.add(uid)
     if removed:
         state.ranked = [(u, s) for u, s in state.ranked if u not in removed]
     state.counts["collapsed"] = len(removed)
-
-
-def _array(v) -> np.ndarray:
-    """A pgvector value (``Vector``, numpy array or list, as psycopg returns it) as float32."""
-    return np.asarray(v.to_numpy() if hasattr(v, "to_numpy") else v, dtype=np.float32)
 
 
 def worth_step(state: RecallState, min_outcomes: int = 20, floor: float = 0.3) -> None:
@@ -97,22 +90,23 @@ def worth_step(state: RecallState, min_outcomes: int = 20, floor: float = 0.3) -
 
     Thresholds: worth < 0.3 after ≥ 20 outcomes, spec §5 post-processing; the filter is the
     seed's ../shared/seeds/003_4c8355635cfadf5f.txt line 39 ("Memory Worth filter (exclude
-    worth < 0.3)"). One SELECT over ``unit_feedback``'s primary key for every id of the
-    ranking (not only the pool, so the units that move up into the pool are checked too).
-    ``state.counts["worth_dropped"]``: how many were dropped.
+    worth < 0.3)"). One SELECT: the bank's low-worth units (``unit_feedback_bank`` index; few
+    in any bank), dropped from the whole ranking — so units that move up into the pool are
+    filtered too, and the cost does not grow with the ranking.
+    ``state.counts["worth_dropped"]``: how many of the ranking were dropped.
     """
     state.counts["worth_dropped"] = 0
     if not state.ranked:
         return
-    ids = "{" + ",".join(uid for uid, _ in state.ranked) + "}"
     low = {r["id"] for r in state.conn.execute(
         """SELECT unit_id::text AS id FROM unit_feedback
-           WHERE unit_id = ANY(%s::uuid[]) AND success + failure >= %s
+           WHERE bank_id = %s AND success + failure >= %s
              AND success::float8 / (success + failure) < %s""",
-        (ids, min_outcomes, floor)).fetchall()}
+        (state.scope.bank_id, min_outcomes, floor)).fetchall()}
     if low:
+        before = len(state.ranked)
         state.ranked = [(u, s) for u, s in state.ranked if u not in low]
-    state.counts["worth_dropped"] = len(low)
+        state.counts["worth_dropped"] = before - len(state.ranked)
 
 
 def l0_step(state: RecallState, cap: int = 20) -> None:

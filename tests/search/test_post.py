@@ -7,11 +7,15 @@ import numpy as np
 from api.app import create_app
 from rcll.bootstrap import bootstrap
 from rcll.search.models import RecallQuery
-from rcll.search.post import _array
 from rcll.search.recall import recall
 from rcll.search.recipes import POST, RECIPES, Recipe, Step
 
 RECALL = "/v1/default/banks/{bank}/memories/recall"
+
+
+def _array(v) -> np.ndarray:
+    """A pgvector value as psycopg returns it (``Vector`` or numpy array) as float32."""
+    return np.asarray(v.to_numpy() if hasattr(v, "to_numpy") else v, dtype=np.float32)
 
 
 def _retain(client, bank: str, items: list[dict]) -> None:
