@@ -33,8 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 LOCOMO = ROOT.parent / "shared" / "data" / "locomo"  # beside the checkout
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.link_stage import (MODEL, _Emb, _Handle, load_bank,  # noqa: E402
-                                   query_vectors)
+from benchmarks.link_stage import MODEL, _Emb, _Handle, load_bank, query_vectors  # noqa: E402
 from rcll.config import Settings  # noqa: E402
 from rcll.db import make_pool  # noqa: E402
 from rcll.dev import postgres  # noqa: E402
