@@ -9,8 +9,7 @@ from collections.abc import Callable
 from flask import Flask
 
 from api import errors
-from api.routes import (banks, closets, dedup, feedback, health, memories, operations, recall,
-                        retain)
+from api.routes import banks, closets, dedup, feedback, health, memories, operations, recall, retain
 from api.routes import entities as entity_routes
 from rcll.bootstrap import Services, bootstrap
 from rcll.config import Settings
