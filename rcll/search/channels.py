@@ -67,7 +67,7 @@ class Channel(Protocol):
     needs_vector: bool
 
     def candidates(self, conn: Connection, scope: CallerScope, pq: PreparedQuery,
-                   ctx: RecallContext) -> ChannelOutput: ...
+                   ctx: RecallContext, **params) -> ChannelOutput: ...
 
 
 class DenseChannel:
@@ -88,10 +88,12 @@ class LexicalChannel:
     name = "lexical"
     needs_vector = False
 
-    def candidates(self, conn, scope, pq, ctx) -> ChannelOutput:
+    def candidates(self, conn, scope, pq, ctx, context: float = 0.0) -> ChannelOutput:
+        """``context``: weight γ of the neighbours' words (0 = the unit's own text only)."""
         cands, info = lexical_candidates(conn, _ScopedQuery(pq.request, scope), scope.bank_id,
                                          limit=ctx.candidates_per_channel,
-                                         df_cutoff=ctx.lexical_df_cutoff)
+                                         df_cutoff=ctx.lexical_df_cutoff,
+                                         context_weight=context)
         return ChannelOutput(cands, {"terms": info.get("terms", []),
                                      "dropped_terms": info.get("dropped_terms", [])})
 

@@ -55,6 +55,87 @@ SCORE_BUDGET = 5_000
 EXACT_STATS_MAX = 10_000
 STATS_SAMPLE = 2_500
 EXACT_DF_CAP = SCORE_BUDGET
+# Most neighbours a unit lends words to / borrows words from in the context score: the
+# temporal links are 2 per unit each way (rcll.retain.entity_stage), so 4 in a conversation;
+# the cap bounds the fan-out should a bank hold more.
+CONTEXT_FANOUT = 8
+
+
+# tf from the unit's tsvector reduced to the query's lexemes (setweight marks them,
+# ts_filter keeps them): 6x cheaper than unnesting every lexeme of every candidate.
+_PLAIN_SQL = """
+WITH qt AS (SELECT * FROM unnest(%(terms)s::text[], %(idf)s::float8[]) AS qt(term, idf)),
+     cand AS (SELECT u.id, u.tsv_len::float8 AS dl,
+                     ts_filter(setweight(u.tsv, 'A', %(terms)s::text[]), '{{a}}') AS qv
+              FROM memory_units u
+              WHERE {where} AND u.tsv @@ %(tsq)s::tsquery)
+SELECT c.id, sum(qt.idf * (tf.v * %(k1p1)s)
+             / (tf.v + %(k1)s * (1 - %(b)s + %(b)s * c.dl / %(avgdl)s))) AS score
+FROM cand c
+CROSS JOIN LATERAL unnest(c.qv) AS t(lexeme, positions, weights)
+JOIN qt ON qt.term = t.lexeme
+CROSS JOIN LATERAL (SELECT coalesce(array_length(t.positions, 1), 1)::float8 AS v) tf
+GROUP BY c.id
+ORDER BY score DESC, c.id
+LIMIT %(limit)s"""
+
+# BM25 with the neighbours' words as a second field (BM25F-style: Robertson, Zaragoza &
+# Taylor 2004, "Simple BM25 extension to multiple weighted fields"): a unit's term frequency
+# is its own tf plus γ · w · tf of each neighbour, its length likewise, where the neighbours
+# are the units joined to it by ``temporal`` links (either direction, weight w: the turns
+# just before and after it in a conversation, or the adjacent chunks of a document — see
+# rcll.store.entity_links.temporal). A turn that answers "yes, last Tuesday!" to a question
+# about the parade is found by "parade". Only units in scope contribute words and only units
+# in scope are ranked. The average length is the candidates' mean augmented length scaled
+# to the bank: avgdl · mean(dl_aug / dl). The returned text stays the unit's own.
+_CONTEXT_SQL = """
+WITH qt AS (SELECT * FROM unnest(%(terms)s::text[], %(idf)s::float8[]) AS qt(term, idf)),
+     m AS MATERIALIZED (
+         SELECT u.id, ts_filter(setweight(u.tsv, 'A', %(terms)s::text[]), '{{a}}') AS qv
+         FROM memory_units u
+         WHERE {where} AND u.tsv @@ %(tsq)s::tsquery),
+     mt AS MATERIALIZED (
+         SELECT m.id, t.lexeme AS term, coalesce(array_length(t.positions, 1), 1)::float8 AS tf
+         FROM m CROSS JOIN LATERAL unnest(m.qv) AS t(lexeme, positions, weights)),
+     mn AS MATERIALIZED (
+         SELECT m.id, l.nb, l.weight FROM m CROSS JOIN LATERAL (
+             SELECT to_unit AS nb, weight FROM memory_links
+             WHERE from_unit = m.id AND type = 'temporal'
+             UNION ALL
+             SELECT from_unit, weight FROM memory_links
+             WHERE to_unit = m.id AND type = 'temporal'
+             LIMIT %(fanout)s) l),
+     agg AS MATERIALIZED (
+         SELECT target, term, sum(tf) AS tf FROM (
+             SELECT id AS target, term, tf FROM mt
+             UNION ALL
+             SELECT mn.nb, mt.term, %(gamma)s * mn.weight * mt.tf
+             FROM mn JOIN mt ON mt.id = mn.id) c
+         GROUP BY 1, 2),
+     tgt AS MATERIALIZED (
+         SELECT u.id, u.dl, u.dl + coalesce(n.len, 0) AS dl_aug
+         FROM (SELECT DISTINCT target FROM agg) a
+         CROSS JOIN LATERAL (SELECT u.id, u.tsv_len::float8 AS dl FROM memory_units u
+                             WHERE u.id = a.target AND {where} LIMIT 1) u
+         CROSS JOIN LATERAL (
+             SELECT %(gamma)s * sum(l.weight * o.tsv_len) AS len FROM (
+                 SELECT to_unit AS nb, weight FROM memory_links
+                 WHERE from_unit = u.id AND type = 'temporal'
+                 UNION ALL
+                 SELECT from_unit, weight FROM memory_links
+                 WHERE to_unit = u.id AND type = 'temporal'
+                 LIMIT %(fanout)s) l
+             JOIN memory_units o ON o.id = l.nb) n),
+     norm AS MATERIALIZED (
+         SELECT %(avgdl)s * coalesce(avg(dl_aug / greatest(dl, 1)), 1) AS avgdl FROM tgt)
+SELECT g.id, sum(qt.idf * (a.tf * %(k1p1)s)
+             / (a.tf + %(k1)s * (1 - %(b)s + %(b)s * g.dl_aug / norm.avgdl))) AS score
+FROM tgt g CROSS JOIN norm
+JOIN agg a ON a.target = g.id
+JOIN qt ON qt.term = a.term
+GROUP BY g.id
+ORDER BY score DESC, g.id
+LIMIT %(limit)s"""
 
 
 def query_terms(conn: Connection, text: str) -> list[str]:
@@ -126,8 +207,12 @@ def _bank_stats(conn: Connection, where: str, params: dict, terms: list[str],
 def lexical_candidates(conn: Connection, q: RecallQuery, bank_id: str, *, limit: int,
                        df_cutoff: float, score_budget: int = SCORE_BUDGET,
                        min_common_df: int = MIN_COMMON_DF, exact_stats_max: int = EXACT_STATS_MAX,
-                       stats_sample: int = STATS_SAMPLE) -> tuple[list[Candidate], dict]:
+                       stats_sample: int = STATS_SAMPLE,
+                       context_weight: float = 0.0) -> tuple[list[Candidate], dict]:
     """Up to ``limit`` units by BM25, best first.
+
+    ``context_weight`` γ > 0 scores each unit with its neighbours' words as a second field
+    (see :data:`_CONTEXT_SQL`); 0 is plain BM25 over the unit's own text.
 
     Also returns ``{"terms", "dropped_terms", "n_units", "scored_terms", "exact"}``: the kept
     terms, the common terms dropped, the bank's live unit count N (estimated above
@@ -180,24 +265,13 @@ def lexical_candidates(conn: Connection, q: RecallQuery, bank_id: str, *, limit:
     info["scored_terms"] = scored
     info["exact"] = len(scored) == len(kept) and sampled is None
     idf = [math.log(1 + (max(n - df[t], 0) + 0.5) / (df[t] + 0.5)) for t in kept]
-    # tf from the unit's tsvector reduced to the query's lexemes (setweight marks them,
-    # ts_filter keeps them): 6x cheaper than unnesting every lexeme of every candidate.
-    rows = conn.execute(
-        f"""WITH qt AS (SELECT * FROM unnest(%(terms)s::text[], %(idf)s::float8[]) AS qt(term, idf)),
-                 cand AS (SELECT u.id, u.tsv_len::float8 AS dl,
-                                 ts_filter(setweight(u.tsv, 'A', %(terms)s::text[]), '{{a}}') AS qv
-                          FROM memory_units u
-                          WHERE {where} AND u.tsv @@ %(tsq)s::tsquery)
-            SELECT c.id, sum(qt.idf * (tf.v * %(k1p1)s)
-                         / (tf.v + %(k1)s * (1 - %(b)s + %(b)s * c.dl / %(avgdl)s))) AS score
-            FROM cand c
-            CROSS JOIN LATERAL unnest(c.qv) AS t(lexeme, positions, weights)
-            JOIN qt ON qt.term = t.lexeme
-            CROSS JOIN LATERAL (SELECT coalesce(array_length(t.positions, 1), 1)::float8 AS v) tf
-            GROUP BY c.id
-            ORDER BY score DESC, c.id
-            LIMIT %(limit)s""",
-        {**params, "terms": kept, "idf": idf, "tsq": _tsquery(scored), "k1": K1, "k1p1": K1 + 1,
-         "b": B, "avgdl": avgdl, "limit": limit},
-    ).fetchall()
+    qparams = {**params, "terms": kept, "idf": idf, "tsq": _tsquery(scored), "k1": K1,
+               "k1p1": K1 + 1, "b": B, "avgdl": avgdl, "limit": limit}
+    if context_weight > 0:
+        rows = conn.execute(_CONTEXT_SQL.format(where=where),
+                            {**qparams, "gamma": context_weight,
+                             "fanout": CONTEXT_FANOUT}).fetchall()
+        info["context_weight"] = context_weight
+    else:
+        rows = conn.execute(_PLAIN_SQL.format(where=where), qparams).fetchall()
     return [Candidate(str(r["id"]), i, float(r["score"])) for i, r in enumerate(rows, 1)], info

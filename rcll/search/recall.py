@@ -98,10 +98,10 @@ def recall(ctx: RecallContext, bank_id: str, q: RecallQuery,
                           entities="graph" in wanted)
             timings["prepare"] = _ms(t)
             _run_channels(conn, ctx, scope, pq, [channels[n] for n in wanted], state.outputs,
-                          state.degraded, timings)
+                          state.degraded, timings, recipe.params)
             if not state.outputs and recipe.fallback:
                 _run_channels(conn, ctx, scope, pq, [channels[n] for n in recipe.fallback],
-                              state.outputs, state.degraded, timings)
+                              state.outputs, state.degraded, timings, recipe.params)
                 if state.outputs:
                     state.degraded.append(
                         f"answered by fallback channels: {', '.join(state.outputs)}")
@@ -153,7 +153,7 @@ def recall(ctx: RecallContext, bank_id: str, q: RecallQuery,
 
 def _run_channels(conn, ctx: RecallContext, scope: CallerScope, pq: PreparedQuery,
                   todo: list[Channel], outputs: dict[str, ChannelOutput], degraded: list[str],
-                  timings: dict[str, float]) -> None:
+                  timings: dict[str, float], params: dict[str, dict] | None = None) -> None:
     for ch in todo:
         if ch.name in outputs:
             continue
@@ -163,7 +163,8 @@ def _run_channels(conn, ctx: RecallContext, scope: CallerScope, pq: PreparedQuer
         t = time.perf_counter()
         try:
             with conn.transaction():  # savepoint: a failing channel must not sink the rest
-                outputs[ch.name] = ch.candidates(conn, scope, pq, ctx)
+                outputs[ch.name] = ch.candidates(conn, scope, pq, ctx,
+                                                 **(params or {}).get(ch.name, {}))
         except Exception as exc:
             log.warning("%s channel failed: %s", ch.name, exc)
             degraded.append(f"{ch.name}: {type(exc).__name__}")

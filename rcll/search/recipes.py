@@ -31,18 +31,21 @@ class Step:
 class Recipe:
     """A named read path. ``weights`` scale each channel's RRF contribution (default 1.0);
     ``fallback`` channels answer when none of ``channels`` could run (a part is down);
-    ``steps`` run in order on the fused ranking."""
+    ``steps`` run in order on the fused ranking; ``params`` are keyword arguments per
+    channel (``{"lexical": {"context": 0.5}}``)."""
 
     name: str
     channels: tuple[str, ...]
     weights: dict[str, float] = field(default_factory=dict)
     fallback: tuple[str, ...] = ()
     steps: tuple[Step, ...] = ()
+    params: dict[str, dict] = field(default_factory=dict)
 
     def describe(self) -> dict:
         """The recipe as JSON: ``{"name", "channels", "weights", "steps": [{name, params}]}``."""
         return {"name": self.name, "channels": list(self.channels),
                 "weights": {c: self.weights.get(c, 1.0) for c in self.channels},
+                "params": {c: dict(p) for c, p in self.params.items()},
                 "steps": [{"name": s.name, "params": dict(s.params)} for s in self.steps]}
 
 
