@@ -1,105 +1,128 @@
 """Graph channel: spreading activation from the query's entities (spec §5, tier 3 step 2).
 
-Seeds are the entities query preparation matched (``pq.entities``). Activation, all in one
-SQL statement, every unit it touches filtered by the caller scope (``scope.where``), so no
-unit outside the scope is returned or passes activation on:
+Seeds are the entities query preparation matched (``pq.entities``). Activation is computed
+in SQL, one short statement per hop (a single CTE statement cost more to plan than to run),
+every unit it touches filtered by the caller scope (``scope.where``), so no unit outside
+the scope is returned or passes activation on:
 
 - **hop 0** — units mentioning a seed entity (``unit_entities``; the ``PER_SEED`` most
   recent mentions of each, in scope): activation Σ over the seeds it mentions of
   ``w_e = 1 / ln(1 + mentions_e)``, ``mentions_e`` the entity's mentions in the bank — an
   idf-like weight (Sparck Jones 1972, "A statistical interpretation of term specificity"),
-  so a speaker named in every turn does not flood the channel;
+  so a speaker named in every turn does not flood the channel; and when the query names a
+  rarer entity too, seeds in ≥ ``COMMON_SHARE`` of the bank's units are dropped (the
+  lexical channel's common-term rule);
 - **hop 1** — units linked to the ``FRONTIER`` most active hop-0 units by ``memory_links``
   (either direction, any type): ``DECAY · link weight · activation`` of the source, summed;
-- **hop 2** — the same from the ``FRONTIER`` most active hop-1 units, decay ``DECAY²``;
-  skipped (``hops=1``) when hop 0 and 1 already hold ``ctx.candidates_per_channel`` units.
+- **hop 2** — the same from the ``FRONTIER`` most active units hop 1 reached first, decay
+  ``DECAY²``; skipped when hop 0 and 1 already hold ``ctx.candidates_per_channel`` units.
 
 A unit's score is its summed activation over the hops (Collins & Loftus 1975, "A
 spreading-activation theory of semantic processing"; decay 0.5 per hop is the issue's
-choice, not a fitted figure). Ties break by mention time (newest first), then id.
+choice, not a fitted figure). Ties break by unit id.
 """
 
 from __future__ import annotations
+
+import math
 
 from rcll.search.channels import ChannelOutput
 from rcll.search.models import Candidate
 
 DECAY = 0.5
-PER_SEED = 2_000  # most recent mentions of one entity taken at hop 0
-FRONTIER = 200  # most active units of a hop that spread to the next
+PER_SEED = 300  # most recent mentions of one entity taken at hop 0
+FRONTIER = 100  # most active units of a hop that spread to the next
+# A seed named in at least this share of the bank's live units (and in MIN_COMMON units) is
+# dropped when a rarer seed exists — the lexical channel's 15 % rule (spec §5) applied to
+# entities: in a chat the speakers are in every other unit and only flood the hops.
+COMMON_SHARE = 0.15
+MIN_COMMON = 10
+BANK_COUNT_CAP = 100_000
 
 
 def graph_candidates(conn, scope, pq, ctx, *, decay: float = DECAY, per_seed: int = PER_SEED,
                      frontier: int = FRONTIER) -> ChannelOutput:
     """Up to ``ctx.candidates_per_channel`` units by summed activation from ``pq.entities``,
-    best first (scores: activation, unitless). ``info``: ``{"seeds", "hop0", "hop1",
-    "hop2"}`` — seed entities, units reached at each hop (hop 1/2: units first reached
-    there). No matched entity: no candidates, ``{"seeds": 0}``. Raises database errors
-    only (the caller runs it in a savepoint)."""
+    best first (scores: activation, unitless). ``info``: ``{"seeds", "dropped_seeds",
+    "hop0", "hop1", "hop2"}`` — seed entities used, common seeds dropped (``COMMON_SHARE``),
+    units reached at each hop (hop 1/2: units first reached there). No matched entity: no
+    candidates, ``{"seeds": 0}``. Three or four short statements (seed statistics, hop 0,
+    hop 1, hop 2 when needed); raises database errors only (the caller runs it in a
+    savepoint)."""
     seeds = [e["id"] for e in pq.entities]
     if not seeds:
         return ChannelOutput([], {"seeds": 0})
     where, params = scope.where("u")
     limit = ctx.candidates_per_channel
+    row = conn.execute(
+        f"""SELECT (SELECT count(*) FROM (SELECT 1 FROM memory_units u WHERE {where}
+                                          LIMIT %(cap)s) b) AS n,
+                   (SELECT array_agg(c.n ORDER BY s.o) FROM unnest(%(seeds)s::uuid[])
+                        WITH ORDINALITY AS s(id, o)
+                    CROSS JOIN LATERAL (SELECT count(*) AS n FROM unit_entities ue
+                                        WHERE ue.entity_id = s.id) c) AS mentions""",
+        {**params, "cap": BANK_COUNT_CAP, "seeds": _arr(seeds)}).fetchone()
+    mentions = dict(zip(seeds, row["mentions"], strict=True))
+    common_at = max(COMMON_SHARE * int(row["n"]), MIN_COMMON)
+    rare = [sid for sid in seeds if mentions[sid] < common_at]
+    dropped = [sid for sid in seeds if sid not in rare] if rare else []
+    seeds = rare or seeds
+    weights = [1.0 / math.log(1.0 + max(mentions[sid], 1)) for sid in seeds]
+    # hop 0: the most recent mentions of each seed, in scope
+    act: dict[str, float] = {}
+    for r in conn.execute(
+            f"""SELECT m.unit_id::text AS id, sum(s.w) AS act
+                FROM unnest(%(seeds)s::uuid[], %(w)s::float8[]) AS s(id, w)
+                CROSS JOIN LATERAL (
+                    SELECT ue.unit_id FROM unit_entities ue
+                    JOIN memory_units u ON u.id = ue.unit_id
+                    WHERE ue.entity_id = s.id AND {where}
+                    ORDER BY ue.seq DESC LIMIT %(per_seed)s) m
+                GROUP BY m.unit_id""",
+            {**params, "seeds": _arr(seeds), "w": _arr(map(repr, weights)),
+             "per_seed": per_seed}).fetchall():
+        act[r["id"]] = float(r["act"])
+    hops = [len(act), 0, 0]
+    level, hop0 = act, set(act)
+    for hop in (1, 2):
+        if not level or (hop == 2 and len(act) >= limit):
+            break
+        top = sorted(level.items(), key=lambda kv: (-kv[1], kv[0]))[:frontier]
+        level = _spread(conn, where, params, top, decay)
+        for uid, a in level.items():
+            if uid not in act:
+                hops[hop] += 1
+            act[uid] = act.get(uid, 0.0) + a
+        if hop == 1:  # hop 2 spreads from the units hop 1 reached first
+            level = {u: a for u, a in level.items() if u not in hop0}
+    ranked = sorted(act.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+    info = {"seeds": len(seeds), "dropped_seeds": len(dropped), "hop0": hops[0],
+            "hop1": hops[1], "hop2": hops[2]}
+    return ChannelOutput([Candidate(uid, i, a) for i, (uid, a) in enumerate(ranked, 1)], info)
+
+
+def _spread(conn, where: str, params: dict, sources: list[tuple[str, float]],
+            decay: float) -> dict[str, float]:
+    """One hop: ``{unit_id: Σ decay · link weight · source activation}`` over the
+    ``memory_links`` of ``sources`` ``[(unit_id, activation)]`` in either direction, the
+    reached units filtered by the scope."""
     rows = conn.execute(
-        f"""
-        WITH seeds AS (
-            SELECT s.id, 1.0 / ln(1.0 + greatest(c.n, 1)) AS w
-            FROM unnest(%(seeds)s::uuid[]) AS s(id)
-            CROSS JOIN LATERAL (SELECT count(*) AS n FROM unit_entities ue
-                                WHERE ue.entity_id = s.id) c),
-        h0 AS MATERIALIZED (
-            SELECT m.unit_id, sum(s.w) AS act
-            FROM seeds s
-            CROSS JOIN LATERAL (
-                SELECT ue.unit_id FROM unit_entities ue JOIN memory_units u ON u.id = ue.unit_id
-                WHERE ue.entity_id = s.id AND {where}
-                ORDER BY ue.seq DESC LIMIT %(per_seed)s) m
-            GROUP BY m.unit_id),
-        f0 AS (SELECT unit_id, act FROM h0 ORDER BY act DESC, unit_id LIMIT %(frontier)s),
-        h1 AS MATERIALIZED (
-            SELECT e.unit_id, sum(e.act) AS act
-            FROM (SELECT l.to_unit AS unit_id, f.act * l.weight * %(decay)s AS act
-                  FROM f0 f JOIN memory_links l ON l.from_unit = f.unit_id
+        f"""SELECT x.unit_id::text AS id, sum(x.act) AS act
+            FROM (SELECT l.to_unit AS unit_id, f.act * l.weight AS act
+                  FROM unnest(%(ids)s::uuid[], %(acts)s::float8[]) AS f(id, act)
+                  JOIN memory_links l ON l.from_unit = f.id
                   UNION ALL
-                  SELECT l.from_unit, f.act * l.weight * %(decay)s
-                  FROM f0 f JOIN memory_links l ON l.to_unit = f.unit_id) e
-            JOIN memory_units u ON u.id = e.unit_id
-            WHERE {where} AND e.act > 0
-            GROUP BY e.unit_id),
-        f1 AS (SELECT unit_id, act FROM h1
-               WHERE unit_id NOT IN (SELECT unit_id FROM h0)
-                 AND (SELECT count(*) FROM (SELECT unit_id FROM h0 UNION
-                                            SELECT unit_id FROM h1) r) < %(limit)s
-               ORDER BY act DESC, unit_id LIMIT %(frontier)s),
-        h2 AS MATERIALIZED (
-            SELECT e.unit_id, sum(e.act) AS act
-            FROM (SELECT l.to_unit AS unit_id, f.act * l.weight * %(decay)s AS act
-                  FROM f1 f JOIN memory_links l ON l.from_unit = f.unit_id
-                  UNION ALL
-                  SELECT l.from_unit, f.act * l.weight * %(decay)s
-                  FROM f1 f JOIN memory_links l ON l.to_unit = f.unit_id) e
-            JOIN memory_units u ON u.id = e.unit_id
-            WHERE {where} AND e.act > 0
-            GROUP BY e.unit_id),
-        total AS (
-            SELECT unit_id, sum(act) AS act, min(hop) AS hop
-            FROM (SELECT unit_id, act, 0 AS hop FROM h0
-                  UNION ALL SELECT unit_id, act, 1 FROM h1
-                  UNION ALL SELECT unit_id, act, 2 FROM h2) a
-            GROUP BY unit_id)
-        SELECT t.unit_id::text AS id, t.act,
-               (SELECT count(*) FROM total WHERE hop = 0) AS n0,
-               (SELECT count(*) FROM total WHERE hop = 1) AS n1,
-               (SELECT count(*) FROM total WHERE hop = 2) AS n2
-        FROM total t JOIN memory_units u ON u.id = t.unit_id
-        ORDER BY t.act DESC, u.mentioned_at DESC NULLS LAST, t.unit_id
-        LIMIT %(limit)s""",
-        {**params, "seeds": "{" + ",".join(seeds) + "}", "per_seed": per_seed,
-         "frontier": frontier, "decay": decay, "limit": limit},
-    ).fetchall()
-    first = rows[0] if rows else {"n0": 0, "n1": 0, "n2": 0}
-    info = {"seeds": len(seeds), "hop0": int(first["n0"]), "hop1": int(first["n1"]),
-            "hop2": int(first["n2"])}
-    cands = [Candidate(r["id"], i, float(r["act"])) for i, r in enumerate(rows, 1)]
-    return ChannelOutput(cands, info)
+                  SELECT l.from_unit, f.act * l.weight
+                  FROM unnest(%(ids)s::uuid[], %(acts)s::float8[]) AS f(id, act)
+                  JOIN memory_links l ON l.to_unit = f.id) x
+            JOIN memory_units u ON u.id = x.unit_id
+            WHERE {where} AND x.act > 0
+            GROUP BY x.unit_id""",
+        {**params, "ids": _arr(u for u, _ in sources),
+         "acts": _arr(repr(a * decay) for _, a in sources)}).fetchall()
+    return {r["id"]: float(r["act"]) for r in rows}
+
+
+def _arr(items) -> str:
+    """A PostgreSQL array literal of uuid or number texts (no quoting needed for these)."""
+    return "{" + ",".join(items) + "}"
