@@ -149,7 +149,7 @@ def main() -> None:
         "full_last_month": lambda q, tq: RecallQuery(query=tq, recipe="full", trace=True,
                                                      query_timestamp=ref),
     }
-    for q, tq in list(zip(questions, timed))[:3]:  # warm (dateparser loads on first use)
+    for q, tq in list(zip(questions, timed, strict=True))[:3]:  # warm (dateparser loads on first use)
         for make in variants.values():
             recall_mod.recall(ctx, "conv", make(q, tq))
     total: dict[str, list[float]] = {k: [] for k in variants}

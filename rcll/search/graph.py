@@ -31,7 +31,7 @@ from rcll.search.models import Candidate
 
 DECAY = 0.5
 PER_SEED = 300  # most recent mentions of one entity taken at hop 0
-FRONTIER = 100  # most active units of a hop that spread to the next
+FRONTIER = 50  # most active units of a hop that spread to the next (cost: ~linear)
 # A seed named in at least this share of the bank's live units (and in MIN_COMMON units) is
 # dropped when a rarer seed exists — the lexical channel's 15 % rule (spec §5) applied to
 # entities: in a chat the speakers are in every other unit and only flood the hops.

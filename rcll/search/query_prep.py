@@ -101,9 +101,12 @@ PATTERNS: list[tuple[str, re.Pattern]] = [
     ("yesterday", _rx(r"\b(?:yesterday|last\s+night)\b")),
     ("today", _rx(r"\b(?:today|tonight|this\s+(?:morning|afternoon|evening))\b")),
     ("weekend", _rx(r"\b(?:last|this|past|previous)\s+weekend\b")),
-    ("relative_period", _rx(r"\b(?:(earlier|later)\s+)?(last|this|next|past|previous)\s+(week|month|year)\b")),
-    ("modified_month", _rx(rf"\b(last|this|next|in|during|since|early|late|mid|mid-)\s*(?:in\s+|of\s+)?({_FULL_MONTH})\b")),
-    ("year", _rx(r"\b(?:in|during|since|throughout|of|early|late|mid|mid-|the\s+year)\s*((?:19|20)\d{2})\b(?![\d/:-])")),
+    ("relative_period", _rx(r"\b(?:(earlier|later)\s+)?(last|this|next|past|previous)\s+"
+                            r"(week|month|year)\b")),
+    ("modified_month", _rx(r"\b(last|this|next|in|during|since|early|late|mid|mid-)\s*"
+                           rf"(?:in\s+|of\s+)?({_FULL_MONTH})\b")),
+    ("year", _rx(r"\b(?:in|during|since|throughout|of|early|late|mid|mid-|the\s+year)\s*"
+                 r"((?:19|20)\d{2})\b(?![\d/:-])")),
     ("weekday", _rx(rf"\b(?:(on|last|this|past|previous)\s+)?({'|'.join(WEEKDAYS)})\b(?!s\b|'s\b)")),
 ]
 
