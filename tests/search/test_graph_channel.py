@@ -68,3 +68,21 @@ def test_no_entity_no_candidates(client, worker, services):
     res = recall(services.recall_context(), "graph3", RecallQuery(query="music at night"),
                  recipes=GRAPH_ONLY)
     assert res.results == [] and res.counts["graph_seeds"] == 0
+
+
+def test_a_speaker_in_every_turn_is_a_common_seed(client, worker, services):
+    chat = [{"content": f"Caroline: today I painted picture number {i}.", "document_id": f"p{i}"}
+            for i in range(12)]
+    chat.append({"content": "Caroline: I moved to Nashville last spring.", "document_id": "n"})
+    r = client.post("/v1/default/banks/graph4/memories", json={"items": chat, "async": False})
+    assert r.status_code == 200, r.get_json()
+    ctx = services.recall_context()
+    # Caroline is in all 13 units: dropped beside the rarer Nashville, which leads
+    res = recall(ctx, "graph4", RecallQuery(query="Did Caroline like Nashville?"),
+                 recipes=GRAPH_ONLY)
+    assert res.counts["graph_seeds"] == 1 and res.counts["graph_dropped_seeds"] == 1
+    assert res.results[0]["text"] == "Caroline: I moved to Nashville last spring."
+    assert res.counts["graph_hop0"] == 1
+    # named alone, a common entity gives no graph candidates
+    res = recall(ctx, "graph4", RecallQuery(query="What did Caroline do?"), recipes=GRAPH_ONLY)
+    assert res.results == [] and res.counts["graph_dropped_seeds"] == 1
