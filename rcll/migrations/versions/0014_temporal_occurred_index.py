@@ -11,7 +11,7 @@ Revises: 0012 (re-chained onto 0013 at merge)
 from alembic import op
 
 revision = "0014"
-down_revision = "0012"
+down_revision = "0013"
 branch_labels = None
 depends_on = None
 
