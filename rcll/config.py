@@ -133,7 +133,13 @@ class Settings(BaseSettings):
         "hybrid", description="Recipe recall runs when the request names none (rcll.search.recipes).")
     reranker_model: str | None = Field(
         None, description="Cross-encoder for the rerank step: a model name or a local path; "
-                          "unset = no reranking.")
+                          "unset = no reranking. A model whose scoring head is missing or "
+                          "freshly initialised is detected at load and not used (README "
+                          "\"Reranker\").")
+    reranker_allow_untrained: bool = Field(
+        False, description="TIMING ONLY: use a cross-encoder whose scoring head is untrained "
+        "(e.g. all-MiniLM-L6-v2 weights) anyway; its scores mean nothing. For "
+        "benchmarks/rerank_latency.py and tests, never in service.")
     @field_validator("recall_recipe")
     @classmethod
     def _known_recipe(cls, v: str) -> str:
