@@ -44,6 +44,8 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
         app.register_blueprint(bp)
     app.register_blueprint(entity_routes.bp)
     logging.basicConfig(level=logging.INFO)
-    # Load the embedder in the background so the first recall does not pay for it.
-    threading.Thread(target=svc.embedder.get, name="embedder-warmup", daemon=True).start()
+    # Load the embedder, then the reranker (checking its scoring head), in the background so
+    # the first recall does not pay for them and /readyz reports the reranker from start-up.
+    threading.Thread(target=lambda: (svc.embedder.get(), svc.reranker.load()),
+                     name="models-warmup", daemon=True).start()
     return app

@@ -16,6 +16,7 @@ from rcll.config import Settings, get_settings
 from rcll.db import make_pool
 from rcll.hierarchy.classifier import default_classifier
 from rcll.models.embedder import EmbedderHandle
+from rcll.models.reranker import RerankerHandle
 from rcll.models.tokenizer import TokenCounter
 from rcll.retain.pipeline import RetainContext
 from rcll.retain.service import RetainLimits, RetainService
@@ -49,6 +50,13 @@ class Services:
         s = self.settings
         return EmbedderHandle(s.embedder_model, s.embed_batch_size, s.embedder_enabled,
                               expected_dim=s.embedding_dim)
+
+    @cached_property
+    def reranker(self) -> RerankerHandle:
+        """The cross-encoder handle (``RCLL_RERANKER_MODEL``; off when unset), loaded and
+        checked on first use (the API warms it up at start-up)."""
+        s = self.settings
+        return RerankerHandle(s.reranker_model, allow_untrained=s.reranker_allow_untrained)
 
     @cached_property
     def tokens(self) -> TokenCounter:
@@ -106,7 +114,7 @@ class Services:
                              dense_floor=s.dense_floor, rrf_k=s.rrf_k,
                              lexical_df_cutoff=s.lexical_df_cutoff,
                              default_recipe=s.recall_recipe, rerank_top_n=s.rerank_top_n,
-                             rerank_batch_size=s.rerank_batch_size)
+                             rerank_batch_size=s.rerank_batch_size, reranker=self.reranker)
 
     def close(self) -> None:
         for name in ("pool", "read_pool"):

@@ -133,7 +133,13 @@ class Settings(BaseSettings):
         "hybrid", description="Recipe recall runs when the request names none (rcll.search.recipes).")
     reranker_model: str | None = Field(
         None, description="Cross-encoder for the rerank step: a model name or a local path; "
-                          "unset = no reranking.")
+                          "unset = no reranking. A model whose scoring head is missing or "
+                          "freshly initialised is detected at load and not used (README "
+                          "\"Reranker\").")
+    reranker_allow_untrained: bool = Field(
+        False, description="TIMING ONLY: use a cross-encoder whose scoring head is untrained "
+        "(e.g. all-MiniLM-L6-v2 weights) anyway; its scores mean nothing. For "
+        "benchmarks/rerank_latency.py and tests, never in service.")
     @field_validator("recall_recipe")
     @classmethod
     def _known_recipe(cls, v: str) -> str:
@@ -143,8 +149,19 @@ class Settings(BaseSettings):
             raise ValueError(f"unknown recipe {v!r}; known: {', '.join(sorted(RECIPES))}")
         return v
 
-    rerank_top_n: int = Field(50, ge=1, le=1000, description="Units of the fused ranking reranked.")
-    rerank_batch_size: int = Field(16, ge=1, le=512, description="Pairs per cross-encoder batch.")
+    # Defaults from benchmarks/rerank_latency.py (benchmarks/results/rerank_latency.txt): a
+    # MiniLM-L6 cross-encoder (ms-marco-MiniLM-L-6-v2's architecture) on these 2 shared cores,
+    # load average 4-10, LoCoMo turns. torch 1 thread: ~24 ms per pair whatever N and batch;
+    # p50 N=10 259-275 ms (batch 8-64), N=20 490, N=50 1,176, N=100 2,356 (query embedding
+    # 24 ms p50 in the same run). torch 2 threads (the service default): N=10 1,165 ms at
+    # batch 16 (1,501-1,718 at 8/32/64), query embedding 360 ms. No N met the 100-150 ms
+    # aim under that load; N=10 is the smallest measured, batch 16 the best there with 2
+    # threads and one forward pass for N <= 16. On an idle machine the cost is a fraction of
+    # this: raise N with the benchmark's pick (largest N with p50 <= --budget-ms).
+    rerank_top_n: int = Field(10, ge=1, le=1000, description="Units of the fused ranking reranked "
+                              "(RCLL_RERANK_TOP_N; see the measurements above).")
+    rerank_batch_size: int = Field(16, ge=1, le=512, description="Pairs per cross-encoder forward "
+                                   "pass (RCLL_RERANK_BATCH_SIZE).")
 
     @property
     def db_url(self) -> str:

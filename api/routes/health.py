@@ -1,6 +1,7 @@
 """Liveness and readiness. Readiness reports each part (database, broker, embedder,
-tokenizer) with bounded timeouts; 503 when the database or the broker is down (the embedder
-and tokenizer degrade recall and token counts, they do not stop the service)."""
+tokenizer, LLM, reranker) with bounded timeouts; 503 when the database or the broker is down
+(the embedder, tokenizer and reranker degrade recall and token counts, they do not stop the
+service)."""
 
 from __future__ import annotations
 
@@ -54,9 +55,10 @@ def _broker_ok(url: str) -> bool:
 
 @bp.get("/readyz")
 def readyz():
-    """``{"ready", "checks": {database, broker, embedder, tokenizer, llm}, "mode"}``; 200 when the
-    database and the broker answer, else 503 with ``Retry-After``. Errors are logged, not
-    returned."""
+    """``{"ready", "checks": {database, broker, embedder, tokenizer, llm, reranker}, "mode"}``;
+    200 when the database and the broker answer, else 503 with ``Retry-After``. Errors are
+    logged, not returned. ``checks.reranker`` is ``{ok, configured, loaded, usable, model,
+    reason}`` (``ok``: usable or not configured); it never makes the service unready."""
     svc = services()
     checks: dict = {"database": {"ok": _database_ok(svc)},
                     "broker": {"ok": _broker_ok(svc.settings.broker)}}
@@ -73,6 +75,10 @@ def readyz():
         checks["embedder"]["error"] = "not loaded"
     checks["tokenizer"] = {"ok": svc.tokens.exact, "exact": svc.tokens.exact}
     checks["llm"] = svc.llm_health()  # cached probe; an LLM outage degrades, never unready
+    # the reranker never makes the service unready: without it recall keeps the fused order
+    rr = svc.reranker
+    rr.load()
+    checks["reranker"] = {"ok": rr.status()["usable"] or not rr.configured, **rr.status()}
     ready = checks["database"]["ok"] and checks["broker"]["ok"]
     resp = jsonify({"ready": ready, "checks": checks,
                     "mode": "B" if checks["embedder"]["ok"] else "A"})
