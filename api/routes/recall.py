@@ -9,12 +9,18 @@ from api.errors import APIError
 from api.schemas import check_bank_id
 from rcll.search.models import RecallQuery
 from rcll.search.recall import recall
+from rcll.search.recipes import RECIPES
 
 bp = Blueprint("recall", __name__)
 
 
 def _run(bank_id: str, params: dict):
     check_bank_id(bank_id)
+    for key in ("recipe", "channels"):
+        name = params.get(key)
+        if isinstance(name, str) and name not in RECIPES:
+            raise APIError(400, "unknown_recipe", f"unknown recipe {name!r}",
+                           {"field": key, "recipe": name[:64], "known": sorted(RECIPES)})
     q = RecallQuery.model_validate(params)
     return jsonify(recall(services().recall_context(), bank_id, q).to_json())
 

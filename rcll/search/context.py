@@ -1,6 +1,15 @@
-"""Context scoring: a unit's score borrows from its neighbours and its episode (issue 7).
+"""Session-then-turn scoring: a unit's fused score borrows from the best unit of its episode.
 
-Stub until measured: leaves the ranking unchanged.
+Units retained with the same ``context`` (a conversation session, a meeting, a document
+section) form an episode. When the right episode is found but not the right turn in it —
+LoCoMo session recall@10 0.92 against turn recall@10 0.63 with ``hybrid`` — lifting every
+unit of a strong episode a little reorders the turns toward it:
+
+    s'(u) = s(u) + β · max_{v ∈ episode(u), v in the pool} s(v)
+
+Units without a context are their own episode. Measured in benchmarks/recall_ablation.py
+(the "context step" row); the neighbour-word context of the lexical channel
+(:mod:`rcll.search.lexical`) is the other, larger half of the same idea.
 """
 
 from __future__ import annotations
@@ -8,5 +17,23 @@ from __future__ import annotations
 from rcll.search.state import RecallState
 
 
-def context_step(state: RecallState, **params) -> None:
-    """No-op placeholder (filled in by the context-scoring work)."""
+def context_step(state: RecallState, session: float = 0.25, pool: int = 300) -> None:
+    """Rescore the top ``pool`` of ``state.ranked`` with the episode boost β = ``session``
+    (units below the pool keep their order after it). Records stage score ``session``."""
+    if session <= 0 or not state.ranked:
+        return
+    head, tail = state.ranked[:pool], state.ranked[pool:]
+    rows = state.hydrate([uid for uid, _ in head])
+    best: dict[str, float] = {}
+    key = {}
+    for uid, score in head:
+        ctx = rows[uid]["context"] if uid in rows else None
+        k = f"c:{ctx}" if ctx else f"u:{uid}"
+        key[uid] = k
+        best[k] = max(best.get(k, 0.0), score)
+    rescored = [(uid, score + session * best[key[uid]]) for uid, score in head]
+    rescored.sort(key=lambda kv: (-kv[1], kv[0]))
+    for uid, score in rescored:
+        state.note(uid, "session", score)
+    floor = rescored[-1][1] if rescored else 0.0
+    state.ranked = rescored + [(u, min(s, floor)) for u, s in tail]

@@ -66,8 +66,10 @@ RECIPES: dict[str, Recipe] = {
     "dense": Recipe("dense", ("dense",), fallback=("lexical",), steps=POST),
     "lexical": Recipe("lexical", ("lexical",), steps=POST),
     "full": Recipe("full", ("dense", "lexical", "graph", "temporal"),
-                   {"dense": 0.3, "lexical": 1.0, "graph": 0.3, "temporal": 0.3},
-                   steps=(Step.of("rerank"), Step.of("trust"), Step.of("expand"), *POST)),
+                   {"dense": 0.2, "lexical": 1.0, "graph": 0.3, "temporal": 0.3},
+                   steps=(Step.of("context", session=0.25), Step.of("rerank"), Step.of("trust"),
+                          Step.of("expand"), *POST),
+                   params={"lexical": {"context": 0.5}}),
 }
 
 DEFAULT_RECIPE = "hybrid"

@@ -1,0 +1,124 @@
+"""Ablation of the recall recipe: each channel, stage and idea on and off, side by side.
+
+Reads banks that ``rcll eval locomo|longmemeval`` already ingested (the dev stack's
+database, found through the usual ``RCLL_*`` settings) and runs the engine's ``recall``
+in-process — the same code the API runs, without HTTP — for every question under each
+variant of the ``full`` recipe, in the same run. Prints turn-level nDCG@5 and recall@10,
+session recall_all@5, per-category nDCG@5, and the in-process p50/p95 (ms) of each variant:
+
+    python benchmarks/recall_ablation.py locomo ../shared/data/locomo
+    python benchmarks/recall_ablation.py longmemeval \
+        ../shared/data/longmemeval/longmemeval_s_dev60.json.gz
+
+``--variants`` picks some (default: all of :func:`variants`); ``--out`` writes the JSON.
+Weights are chosen on LoCoMo and confirmed on LongMemEval (never fitted to the latter).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from dataclasses import replace
+
+from rcll.bootstrap import bootstrap
+from rcll.eval.datasets import load_locomo, load_longmemeval
+from rcll.eval.metrics import LOCOMO_KS, aggregate, latency_summary
+from rcll.eval.runner import LME_KS, score_question
+from rcll.search.models import RecallQuery
+from rcll.search.recall import recall
+from rcll.search.recipes import RECIPES, Recipe
+
+
+def _without(recipe: Recipe, name: str, *, channels=(), steps=(), params=None,
+             weights=None) -> Recipe:
+    chans = tuple(c for c in recipe.channels if c not in channels)
+    return replace(recipe, name=name, channels=chans,
+                   weights={**{c: w for c, w in recipe.weights.items() if c in chans},
+                            **(weights or {})},
+                   steps=tuple(s for s in recipe.steps if s.name not in steps),
+                   params=recipe.params if params is None else params)
+
+
+def variants() -> dict[str, Recipe]:
+    """The recipes compared: today's ``hybrid``, ``full``, and ``full`` minus one part."""
+    full = RECIPES["full"]
+    ctx_off = {c: {**p, "context": 0.0} for c, p in full.params.items()}
+    out = {
+        "hybrid": RECIPES["hybrid"],
+        "full": full,
+        "full - lexical context": _without(full, "full - lexical context", params=ctx_off),
+        "full - graph": _without(full, "full - graph", channels=("graph",)),
+        "full - temporal": _without(full, "full - temporal", channels=("temporal",)),
+        "full - dense": _without(full, "full - dense", channels=("dense",)),
+        "full - trust, expand": _without(full, "full - trust, expand", steps=("trust", "expand")),
+        "full - post": _without(full, "full - post",
+                                steps=("collapse_duplicates", "worth", "l0")),
+        "full - context step": _without(full, "full - context step", steps=("context",)),
+        "hybrid + lexical context": replace(RECIPES["hybrid"], name="hybrid + lexical context",
+                                            params={"lexical": {"context": 0.5}}),
+    }
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("dataset", choices=["locomo", "longmemeval"])
+    ap.add_argument("data")
+    ap.add_argument("--variants", default=None, help="comma-separated names (default: all)")
+    ap.add_argument("--every", type=int, default=1, help="ask every n-th question only")
+    ap.add_argument("--limit", type=int, default=50)
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    if args.dataset == "locomo":
+        ds, ks = load_locomo(args.data), LOCOMO_KS
+    else:
+        ds, ks = load_longmemeval(args.data), LME_KS
+    all_variants = variants()
+    names = args.variants.split(",") if args.variants else list(all_variants)
+    unknown = [n for n in names if n not in all_variants]
+    if unknown:
+        raise SystemExit(f"unknown variants {unknown}; known: {list(all_variants)}")
+    recipes = {**RECIPES, **all_variants}
+    svc = bootstrap()
+    ctx = svc.recall_context()
+    questions = ds.questions[:: args.every]
+    records: dict[str, list] = {n: [] for n in names}
+    lat: dict[str, list] = {n: [] for n in names}
+    # warm-up: load the embedder, dateparser, the pool
+    recall(ctx, questions[0].bank_id, RecallQuery(query=questions[0].query, recipe="full"),
+           recipes=recipes)
+    for i, q in enumerate(questions):
+        for n in names:  # every variant asks the same question back to back
+            req = RecallQuery(query=q.query, limit=args.limit, max_tokens=200_000,
+                              query_timestamp=q.query_timestamp)
+            req = req.model_copy(update={"recipe": n})
+            t = time.perf_counter()
+            res = recall(ctx, q.bank_id, req, recipes=recipes)
+            lat[n].append((time.perf_counter() - t) * 1000)
+            records[n].append(score_question(q, res.results, ds.unit_ids, ks))
+        if i % 100 == 0:
+            print(f"  {i}/{len(questions)}", flush=True)
+    table = {}
+    print(f"\n### {args.dataset}: {len(questions)} questions, in-process recall, same run\n")
+    print("| variant | turn nDCG@5 | turn R@10 | session R_all@5 | p50 ms | p95 ms | "
+          "nDCG@5 by category |")
+    print("|---|---|---|---|---|---|---|")
+    for n in names:
+        agg = aggregate(records[n])
+        lt = latency_summary(lat[n])
+        cats = {c: round(v["turn"].get("ndcg@5", 0.0), 3)
+                for c, v in sorted(agg["by_category"].items()) if v.get("turn")}
+        table[n] = {"turn": agg["turn"], "session": agg["session"], "by_category": cats,
+                    "latency_ms": lt, "recipe": all_variants[n].describe()}
+        print(f"| {n} | {agg['turn']['ndcg@5']:.3f} | {agg['turn']['recall@10']:.3f} | "
+              f"{agg['session'].get('recall_all@5', 0):.3f} | {lt['p50']:.1f} | "
+              f"{lt['p95']:.1f} | {cats} |")
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as fh:
+            json.dump({"dataset": args.dataset, "n_questions": len(questions),
+                       "variants": table}, fh, indent=1, default=str)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,128 @@
+"""Neighbour context in the lexical channel, the session step, and recipes over HTTP."""
+
+from rcll.search.lexical import lexical_candidates
+from rcll.search.models import RecallQuery
+from rcll.search.recall import recall
+from rcll.search.recipes import RECIPES, Recipe, Step
+
+TS = "2023-05-08T13:56:00Z"
+# One conversation: the answer turn ("Yes, ... last Tuesday") never says "parade".
+CONVERSATION = [
+    ("Ana: Did you go to the pride parade downtown?", "general"),
+    ("Ben: Yes, I went last Tuesday with my sister, it was amazing!", "general"),
+    ("Ana: I love that. What else is new?", "general"),
+    ("Ben: I started pottery classes, my first bowl cracked.", "general"),
+    ("Ana: Pottery is hard, keep at it.", "general"),
+    ("Ben: The weather was lovely all week.", "general"),
+]
+
+
+def _retain(client, bank, items):
+    r = client.post(f"/v1/default/banks/{bank}/memories", json={"items": items, "async": False})
+    assert r.status_code == 200, r.get_json()
+
+
+def _conversation(bank_room=None):
+    items = []
+    for i, (text, room) in enumerate(CONVERSATION):
+        items.append({"content": text, "timestamp": TS, "context": "session 1",
+                      "document_id": f"t{i}", "room": bank_room or room})
+    return items
+
+
+def _ids(services, bank):
+    with services.pool.connection() as conn:
+        return {r["document_id"]: str(r["id"]) for r in conn.execute(
+            "SELECT d.document_id, u.id FROM memory_units u JOIN documents d "
+            "ON d.id = u.document_id WHERE u.bank_id = %s", (bank,)).fetchall()}
+
+
+def test_a_turn_is_found_by_its_neighbours_words(client, worker, services):
+    _retain(client, "ctx1", _conversation())
+    ids = _ids(services, "ctx1")
+    q = RecallQuery(query="parade")
+    with services.pool.connection() as conn:
+        plain, _ = lexical_candidates(conn, q, "ctx1", limit=10, df_cutoff=0.15)
+        ctx, info = lexical_candidates(conn, q, "ctx1", limit=10, df_cutoff=0.15,
+                                       context_weight=0.5)
+    assert [c.unit_id for c in plain] == [ids["t0"]]  # only the turn that says it
+    ranked = [c.unit_id for c in ctx]
+    assert ranked[0] == ids["t0"]  # its own word still ranks first
+    assert ids["t1"] in ranked and ids["t2"] in ranked  # the answer and the next turn
+    assert ids["t5"] not in ranked  # four turns away: no link, no words
+    assert info["context_weight"] == 0.5
+    by_id = {c.unit_id: c.score for c in ctx}
+    assert by_id[ids["t0"]] > by_id[ids["t1"]] > 0
+
+
+def test_neighbours_outside_the_scope_lend_no_words(client, worker, services):
+    items = _conversation()
+    items[0]["room"] = "agent"  # the turn that says "parade" is in another room
+    _retain(client, "ctx2", items)
+    ids = _ids(services, "ctx2")
+    with services.pool.connection() as conn:
+        scoped, _ = lexical_candidates(conn, RecallQuery(query="parade", room="general"),
+                                       "ctx2", limit=10, df_cutoff=0.15, context_weight=0.5)
+        anywhere, _ = lexical_candidates(conn, RecallQuery(query="parade"), "ctx2", limit=10,
+                                         df_cutoff=0.15, context_weight=0.5)
+    assert scoped == []  # the only unit with the word is out of scope: nothing borrows it
+    assert ids["t1"] in [c.unit_id for c in anywhere]
+
+
+def test_the_session_step_lifts_the_turns_of_the_strongest_episode(client, worker, services):
+    items = [
+        {"content": "Cy: the quarterly budget review is on Friday", "context": "meeting A",
+         "document_id": "a1", "timestamp": TS},
+        {"content": "Cy: we will cut travel costs", "context": "meeting A",
+         "document_id": "a2", "timestamp": TS},
+        {"content": "Di: costs of the new office chairs", "context": "meeting B",
+         "document_id": "b1", "timestamp": "2023-06-01T10:00:00Z"},
+    ]
+    _retain(client, "ctx3", items)
+    ids = _ids(services, "ctx3")
+    lex = Recipe("lex", ("lexical",))
+    boosted = Recipe("lexb", ("lexical",), steps=(Step.of("context", session=1.0),))
+    recipes = {**RECIPES, "lex": lex, "lexb": boosted}
+    ctx = services.recall_context()
+    q = "budget review costs"
+    # recipes outside the registry are asked for in-process (the API accepts known ones)
+    ask = lambda name: RecallQuery(query=q).model_copy(update={"recipe": name})  # noqa: E731
+    plain = recall(ctx, "ctx3", ask("lex"), recipes=recipes)
+    lifted = recall(ctx, "ctx3", ask("lexb"), recipes=recipes)
+    plain_scores = {r["id"]: r["scores"]["final"] for r in plain.results}
+    lifted_scores = {r["id"]: r["scores"]["final"] for r in lifted.results}
+    best = max(plain_scores.values())
+    assert [r["id"] for r in plain.results][0] == ids["a1"]
+    # a2 shares a1's episode: + 1.0 × a1's score; b1 is its own episode: + its own score
+    assert abs(lifted_scores[ids["a2"]] - (plain_scores[ids["a2"]] + best)) < 1e-5
+    assert abs(lifted_scores[ids["b1"]] - 2 * plain_scores[ids["b1"]]) < 1e-5
+    assert lifted.results[0]["scores"]["session"] == lifted_scores[ids["a1"]]
+
+
+def test_recall_names_its_recipe_and_rejects_unknown_ones(client, worker, services):
+    _retain(client, "ctx4", _conversation())
+    r = client.post("/v1/default/banks/ctx4/memories/recall",
+                    json={"query": "pottery bowl", "recipe": "full", "trace": True})
+    body = r.get_json()
+    assert r.status_code == 200, body
+    assert body["recipe"] == "full" and body["mode"] == "C"
+    assert body["results"][0]["text"].startswith("Ben: I started pottery")
+    assert set(body["results"][0]["ranks"]) == {"dense", "lexical", "graph", "temporal"}
+    for phase in ("prepare", "dense", "lexical", "graph", "temporal", "fuse", "context",
+                  "rerank", "trust", "expand", "collapse_duplicates", "worth", "l0", "total"):
+        assert phase in body["timings_ms"], phase
+    assert "time_window" in body["query"]
+    r = client.post("/v1/default/banks/ctx4/memories/recall", json={"query": "pottery"})
+    assert r.get_json()["recipe"] == services.recall_context().default_recipe
+    r = client.post("/v1/default/banks/ctx4/memories/recall",
+                    json={"query": "pottery", "recipe": "fastest"})
+    err = r.get_json()["error"]
+    assert r.status_code == 400 and err["code"] == "unknown_recipe"
+    assert "full" in err["details"]["known"]
+    r = client.post("/v1/default/banks/ctx4/memories/recall",
+                    json={"query": "pottery", "recipe": "full", "channels": "hybrid"})
+    assert r.status_code == 400 and r.get_json()["error"]["code"] == "invalid_request"
+    r = client.get("/banks/ctx4/recall", query_string={"query": "pottery", "recipe": "nope"})
+    assert r.status_code == 400 and r.get_json()["error"]["code"] == "unknown_recipe"
+    r = client.get("/banks/ctx4/recall", query_string={"query": "pottery", "recipe": "lexical"})
+    assert r.status_code == 200 and r.get_json()["recipe"] == "lexical"
