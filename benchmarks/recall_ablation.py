@@ -27,7 +27,7 @@ from rcll.eval.metrics import LOCOMO_KS, aggregate, latency_summary
 from rcll.eval.runner import LME_KS, score_question
 from rcll.search.models import RecallQuery
 from rcll.search.recall import recall
-from rcll.search.recipes import RECIPES, Recipe
+from rcll.search.recipes import RECIPES, Recipe, Step
 
 
 def _without(recipe: Recipe, name: str, *, channels=(), steps=(), params=None,
@@ -51,12 +51,20 @@ def variants() -> dict[str, Recipe]:
         "full - graph": _without(full, "full - graph", channels=("graph",)),
         "full - temporal": _without(full, "full - temporal", channels=("temporal",)),
         "full - dense": _without(full, "full - dense", channels=("dense",)),
-        "full - trust, expand": _without(full, "full - trust, expand", steps=("trust", "expand")),
+        "full - trust and expand": _without(full, "full - trust and expand", steps=("trust", "expand")),
         "full - post": _without(full, "full - post",
                                 steps=("collapse_duplicates", "worth", "l0")),
-        "full - context step": _without(full, "full - context step", steps=("context",)),
+        "full + session step": replace(full, name="full + session step",
+                                       steps=(Step.of("context", session=0.25), *full.steps)),
+        "full with context everywhere": replace(
+            full, name="full with context everywhere",
+            params={**full.params, "lexical": {"context": 0.5}}),
+        "full with graph 0.3": replace(full, name="full with graph 0.3",
+                                   weights={**full.weights, "graph": 0.3}),
+        "full with dense 0.3": replace(full, name="full with dense 0.3",
+                                   weights={**full.weights, "dense": 0.3}),
         "hybrid + lexical context": replace(RECIPES["hybrid"], name="hybrid + lexical context",
-                                            params={"lexical": {"context": 0.5}}),
+                                            params=full.params),
     }
     return out
 
@@ -69,6 +77,8 @@ def main() -> None:
     ap.add_argument("--every", type=int, default=1, help="ask every n-th question only")
     ap.add_argument("--limit", type=int, default=50)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--ready-banks-only", action="store_true",
+                    help="skip questions whose bank still has queued or running retain jobs")
     args = ap.parse_args()
     if args.dataset == "locomo":
         ds, ks = load_locomo(args.data), LOCOMO_KS
@@ -83,6 +93,12 @@ def main() -> None:
     svc = bootstrap()
     ctx = svc.recall_context()
     questions = ds.questions[:: args.every]
+    if args.ready_banks_only:
+        with svc.pool.connection() as conn:
+            busy = {r["bank_id"] for r in conn.execute(
+                "SELECT DISTINCT bank_id FROM jobs WHERE state IN ('queued', 'running')")}
+        questions = [q for q in questions if q.bank_id not in busy]
+        print(f"{len(questions)} questions of banks whose retain jobs have all ended")
     records: dict[str, list] = {n: [] for n in names}
     lat: dict[str, list] = {n: [] for n in names}
     # warm-up: load the embedder, dateparser, the pool

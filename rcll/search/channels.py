@@ -88,14 +88,18 @@ class LexicalChannel:
     name = "lexical"
     needs_vector = False
 
-    def candidates(self, conn, scope, pq, ctx, context: float = 0.0) -> ChannelOutput:
-        """``context``: weight γ of the neighbours' words (0 = the unit's own text only)."""
+    def candidates(self, conn, scope, pq, ctx, context: float = 0.0,
+                   context_max_avgdl: float | None = None) -> ChannelOutput:
+        """``context``: weight γ of the neighbours' words (0 = the unit's own text only),
+        applied in banks whose units average ≤ ``context_max_avgdl`` lexemes (None: all)."""
         cands, info = lexical_candidates(conn, _ScopedQuery(pq.request, scope), scope.bank_id,
                                          limit=ctx.candidates_per_channel,
                                          df_cutoff=ctx.lexical_df_cutoff,
-                                         context_weight=context)
+                                         context_weight=context,
+                                         context_max_avgdl=context_max_avgdl)
         return ChannelOutput(cands, {"terms": info.get("terms", []),
-                                     "dropped_terms": info.get("dropped_terms", [])})
+                                     "dropped_terms": info.get("dropped_terms", []),
+                                     "context": info.get("context_weight", 0.0)})
 
 
 class _ScopedQuery:

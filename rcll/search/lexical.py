@@ -208,11 +208,14 @@ def lexical_candidates(conn: Connection, q: RecallQuery, bank_id: str, *, limit:
                        df_cutoff: float, score_budget: int = SCORE_BUDGET,
                        min_common_df: int = MIN_COMMON_DF, exact_stats_max: int = EXACT_STATS_MAX,
                        stats_sample: int = STATS_SAMPLE,
-                       context_weight: float = 0.0) -> tuple[list[Candidate], dict]:
+                       context_weight: float = 0.0,
+                       context_max_avgdl: float | None = None) -> tuple[list[Candidate], dict]:
     """Up to ``limit`` units by BM25, best first.
 
     ``context_weight`` γ > 0 scores each unit with its neighbours' words as a second field
-    (see :data:`_CONTEXT_SQL`); 0 is plain BM25 over the unit's own text.
+    (see :data:`_CONTEXT_SQL`); 0 is plain BM25 over the unit's own text. With
+    ``context_max_avgdl`` the context applies only in banks whose units average at most that
+    many lexemes (short chat turns; ``info["context_weight"]`` says what was applied).
 
     Also returns ``{"terms", "dropped_terms", "n_units", "scored_terms", "exact"}``: the kept
     terms, the common terms dropped, the bank's live unit count N (estimated above
@@ -267,11 +270,13 @@ def lexical_candidates(conn: Connection, q: RecallQuery, bank_id: str, *, limit:
     idf = [math.log(1 + (max(n - df[t], 0) + 0.5) / (df[t] + 0.5)) for t in kept]
     qparams = {**params, "terms": kept, "idf": idf, "tsq": _tsquery(scored), "k1": K1,
                "k1p1": K1 + 1, "b": B, "avgdl": avgdl, "limit": limit}
+    if context_max_avgdl is not None and avgdl > context_max_avgdl:
+        context_weight = 0.0
+    info["context_weight"] = context_weight
     if context_weight > 0:
         rows = conn.execute(_CONTEXT_SQL.format(where=where),
                             {**qparams, "gamma": context_weight,
                              "fanout": CONTEXT_FANOUT}).fetchall()
-        info["context_weight"] = context_weight
     else:
         rows = conn.execute(_PLAIN_SQL.format(where=where), qparams).fetchall()
     return [Candidate(str(r["id"]), i, float(r["score"])) for i, r in enumerate(rows, 1)], info

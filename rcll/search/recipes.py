@@ -49,6 +49,12 @@ class Recipe:
                 "steps": [{"name": s.name, "params": dict(s.params)} for s in self.steps]}
 
 
+# The lexical channel's neighbour context lends words to units too short to carry their
+# topic: chat turns. LoCoMo (turns average 14.3 lexemes) gains, LongMemEval_S (chunks of
+# long chat messages, 44.6 lexemes on average) loses; the context applies in banks whose
+# units average at most this many lexemes (benchmarks/recall_ablation.py, README "Recall").
+CONTEXT_MAX_AVGDL = 24.0
+
 # Post-processing every recipe ends with (spec §5): duplicates within the result collapsed,
 # Memory Worth filter, the bank's L0 units always included.
 POST = (Step.of("collapse_duplicates", cosine=0.88), Step.of("worth"), Step.of("l0"))
@@ -66,10 +72,10 @@ RECIPES: dict[str, Recipe] = {
     "dense": Recipe("dense", ("dense",), fallback=("lexical",), steps=POST),
     "lexical": Recipe("lexical", ("lexical",), steps=POST),
     "full": Recipe("full", ("dense", "lexical", "graph", "temporal"),
-                   {"dense": 0.2, "lexical": 1.0, "graph": 0.3, "temporal": 0.3},
-                   steps=(Step.of("context", session=0.25), Step.of("rerank"), Step.of("trust"),
-                          Step.of("expand"), *POST),
-                   params={"lexical": {"context": 0.5}}),
+                   {"dense": 0.2, "lexical": 1.0, "graph": 0.1, "temporal": 0.3},
+                   steps=(Step.of("rerank"), Step.of("trust"), Step.of("expand"), *POST),
+                   params={"lexical": {"context": 0.5,
+                                       "context_max_avgdl": CONTEXT_MAX_AVGDL}}),
 }
 
 DEFAULT_RECIPE = "hybrid"
