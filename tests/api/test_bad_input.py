@@ -91,7 +91,7 @@ def test_deep_json_and_bad_header(client, services, seeded):
     {"query": "ok", "max_tokens": 0},
     {"query": "ok", "max_tokens": 1_000_001},
     {"query": "ok", "limit": 0},
-    {"query": "ok", "channels": "graph"},
+    {"query": "ok", "channels": 3},
     {"query": "ok", "max_layer": 4},
     {"query": "ok", "unknown_field": 1},
     {"query": "gym\u0000time"},
@@ -101,6 +101,13 @@ def test_deep_json_and_bad_header(client, services, seeded):
 def test_bad_recall(client, services, seeded, payload):
     err = _error(client.post(RECALL, json=payload), 400, "invalid_request")
     assert err["details"]["errors"]
+    assert db_counts(services, BANK) == seeded
+
+
+def test_recall_unknown_recipe(client, services, seeded):
+    for body in ({"query": "ok", "channels": "graph"}, {"query": "ok", "recipe": "fastest"}):
+        err = _error(client.post(RECALL, json=body), 400, "unknown_recipe")
+        assert err["details"]["known"] == ["dense", "full", "hybrid", "lexical"]
     assert db_counts(services, BANK) == seeded
 
 

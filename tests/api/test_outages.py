@@ -75,7 +75,8 @@ def test_readyz_reports_every_part(client, services, settings):
     r = client.get("/readyz")
     assert r.status_code == 200
     checks = r.get_json()["checks"]
-    assert set(checks) == {"database", "broker", "embedder", "tokenizer", "llm"}
+    assert set(checks) == {"database", "broker", "embedder", "tokenizer", "llm",
+                           "reranker"}
     assert all(c["ok"] for c in checks.values())
     assert checks["llm"] == {"provider": "none", "ok": True}  # chunk mode
 

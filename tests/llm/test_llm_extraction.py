@@ -235,7 +235,10 @@ def test_closets_made_on_request_stored_embedded_and_recalled(llm_client, llm_sv
     assert {r["u"] for r in sources} == set(closet["source_unit_ids"])
     recall = llm_client.post("/v1/default/banks/llm-closet/memories/recall",
                              json={"query": closet["summary"][:80], "limit": 50}).get_json()
-    assert any(r["kind"] == "summary" and r["id"] == closet["unit_id"] for r in recall["results"])
+    # returned itself, or folded into a near-identical source turn it summarises (cosine >
+    # 0.88: post-processing collapses duplicates within a result and lists them)
+    assert any(r["id"] == closet["unit_id"] or closet["unit_id"] in r["collapsed"]
+               for r in recall["results"])
 
 
 def test_closet_check_enqueues_groups_past_the_threshold(llm_client, llm_svc, llm_worker):
