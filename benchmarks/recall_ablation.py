@@ -41,32 +41,28 @@ def _without(recipe: Recipe, name: str, *, channels=(), steps=(), params=None,
 
 
 def variants() -> dict[str, Recipe]:
-    """The recipes compared: today's ``hybrid``, ``full``, and ``full`` minus one part."""
-    full = RECIPES["full"]
-    ctx_off = {c: {**p, "context": 0.0} for c, p in full.params.items()}
-    out = {
+    """The recipes compared: today's ``hybrid``, ``cold`` (the default), ``full`` (cold plus
+    the graph channel), and ``cold`` with one part removed or changed."""
+    cold = RECIPES["cold"]
+    ctx_off = {c: {**p, "context": 0.0} for c, p in cold.params.items()}
+    return {
         "hybrid": RECIPES["hybrid"],
-        "full": full,
-        "full - lexical context": _without(full, "full - lexical context", params=ctx_off),
-        "full - graph": _without(full, "full - graph", channels=("graph",)),
-        "full - temporal": _without(full, "full - temporal", channels=("temporal",)),
-        "full - dense": _without(full, "full - dense", channels=("dense",)),
-        "full - trust and expand": _without(full, "full - trust and expand", steps=("trust", "expand")),
-        "full - post": _without(full, "full - post",
+        "cold": cold,
+        "full": RECIPES["full"],
+        "cold - lexical context": _without(cold, "cold - lexical context", params=ctx_off),
+        "cold with context everywhere": replace(
+            cold, name="cold with context everywhere", params={"lexical": {"context": 0.5}}),
+        "cold - temporal": _without(cold, "cold - temporal", channels=("temporal",)),
+        "cold - dense": _without(cold, "cold - dense", channels=("dense",)),
+        "cold with dense 0.2": replace(cold, name="cold with dense 0.2",
+                                       weights={**cold.weights, "dense": 0.2}),
+        "cold - trust and expand": _without(cold, "cold - trust and expand",
+                                            steps=("trust", "expand")),
+        "cold - post": _without(cold, "cold - post",
                                 steps=("collapse_duplicates", "worth", "l0")),
-        "full + session step": replace(full, name="full + session step",
-                                       steps=(Step.of("context", session=0.25), *full.steps)),
-        "full with context everywhere": replace(
-            full, name="full with context everywhere",
-            params={**full.params, "lexical": {"context": 0.5}}),
-        "full with graph 0.3": replace(full, name="full with graph 0.3",
-                                   weights={**full.weights, "graph": 0.3}),
-        "full with dense 0.3": replace(full, name="full with dense 0.3",
-                                   weights={**full.weights, "dense": 0.3}),
-        "hybrid + lexical context": replace(RECIPES["hybrid"], name="hybrid + lexical context",
-                                            params=full.params),
+        "cold + session step": replace(cold, name="cold + session step",
+                                       steps=(Step.of("context", session=0.25), *cold.steps)),
     }
-    return out
 
 
 def main() -> None:
@@ -102,7 +98,7 @@ def main() -> None:
     records: dict[str, list] = {n: [] for n in names}
     lat: dict[str, list] = {n: [] for n in names}
     # warm-up: load the embedder, dateparser, the pool
-    recall(ctx, questions[0].bank_id, RecallQuery(query=questions[0].query, recipe="full"),
+    recall(ctx, questions[0].bank_id, RecallQuery(query=questions[0].query, recipe="cold"),
            recipes=recipes)
     for i, q in enumerate(questions):
         for n in names:  # every variant asks the same question back to back

@@ -108,7 +108,7 @@ def test_recall_names_its_recipe_and_rejects_unknown_ones(client, worker, servic
     assert body["recipe"] == "full" and body["mode"] == "C"
     assert body["results"][0]["text"].startswith("Ben: I started pottery")
     assert set(body["results"][0]["ranks"]) == {"dense", "lexical", "graph", "temporal"}
-    for phase in ("prepare", "dense", "lexical", "graph", "temporal", "fuse", "context",
+    for phase in ("prepare", "dense", "lexical", "graph", "temporal", "fuse",
                   "rerank", "trust", "expand", "collapse_duplicates", "worth", "l0", "total"):
         assert phase in body["timings_ms"], phase
     assert "time_window" in body["query"]
@@ -126,3 +126,24 @@ def test_recall_names_its_recipe_and_rejects_unknown_ones(client, worker, servic
     assert r.status_code == 400 and r.get_json()["error"]["code"] == "unknown_recipe"
     r = client.get("/banks/ctx4/recall", query_string={"query": "pottery", "recipe": "lexical"})
     assert r.status_code == 200 and r.get_json()["recipe"] == "lexical"
+
+
+def test_neighbour_context_applies_only_in_banks_of_short_units(client, worker, services):
+    _retain(client, "ctx5", _conversation())  # chat turns: ~5 lexemes each
+    filler = ("the quarterly planning document lists budgets, hiring targets, vendor contracts, "
+              "office moves, security reviews, training schedules and travel policies, with "
+              "laptops, monitors, parking permits, catering menus, printer toner, insurance "
+              "renewals, audit findings, pension statements, holiday calendars, desk bookings, "
+              "bicycle racks, shower lockers, visitor badges, coffee machines and plant care")
+    long_items = [{"content": f"Ana: {filler} item {i}", "timestamp": TS, "context": "doc",
+                   "document_id": f"l{i}"} for i in range(4)]  # ~40 lexemes
+    _retain(client, "ctx6", long_items)
+    ctx = services.recall_context()
+    short = recall(ctx, "ctx5", RecallQuery(query="parade", recipe="full"))
+    long_ = recall(ctx, "ctx6", RecallQuery(query="budgets", recipe="full"))
+    assert short.counts["lexical_context"] == 0.5
+    assert long_.counts["lexical_context"] == 0.0  # average length above the gate
+    with services.pool.connection() as conn:
+        avgdl = conn.execute("SELECT avg(tsv_len) AS a FROM memory_units WHERE bank_id = 'ctx6'"
+                             ).fetchone()["a"]
+    assert avgdl > RECIPES["full"].params["lexical"]["context_max_avgdl"]
