@@ -31,9 +31,9 @@ ROOT = Path(__file__).resolve().parents[1]
 LOCOMO = ROOT.parent / "shared" / "data" / "locomo"  # beside the checkout
 sys.path.insert(0, str(ROOT))
 
-from rcll.config import Settings  # noqa: E402
 from rcll.db import make_pool  # noqa: E402
 from rcll.dev import postgres  # noqa: E402
+from rcll.dev.scratch import scratch_database  # noqa: E402
 from rcll.eval.datasets import load_locomo  # noqa: E402
 from rcll.models.embedder import input_stamp  # noqa: E402
 from rcll.models.tokenizer import TokenCounter  # noqa: E402
@@ -41,7 +41,7 @@ from rcll.retain import link_stage  # noqa: E402
 from rcll.retain.pipeline import RetainContext  # noqa: E402
 from rcll.search import recall as recall_mod  # noqa: E402
 from rcll.search.models import RecallQuery  # noqa: E402
-from rcll.store import dedup, links, migrate, vector_index  # noqa: E402
+from rcll.store import dedup, links, vector_index  # noqa: E402
 
 MODEL = "all-MiniLM-L6-v2"
 CHUNK_MODE_UNITS_PER_S = 99.4  # README "Measured": chunk-mode ingest of LoCoMo after issue 5
@@ -125,13 +125,7 @@ def main() -> None:
     ap.add_argument("--stop", action="store_true")
     args = ap.parse_args()
     state = Path(args.state_dir)
-    state.mkdir(parents=True, exist_ok=True)
-    state.chmod(0o755)
-    s = Settings(state_dir=state, pg_port=args.port,
-                 database_url=f"postgresql://rcll@127.0.0.1:{args.port}/links_bench")
-    postgres.start(s, log=lambda *_: None)
-    postgres.create_database(s, "links_bench", drop=True)
-    migrate.upgrade(s)
+    s = scratch_database(state, args.port, "links_bench")
 
     ds = load_locomo(args.data)
     conv = "eval-locomo-conv-41"

@@ -34,9 +34,9 @@ LOCOMO = ROOT.parent / "shared" / "data" / "locomo"  # beside the checkout
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.link_stage import MODEL, _Emb, _Handle, load_bank, query_vectors  # noqa: E402
-from rcll.config import Settings  # noqa: E402
 from rcll.db import make_pool  # noqa: E402
 from rcll.dev import postgres  # noqa: E402
+from rcll.dev.scratch import scratch_database  # noqa: E402
 from rcll.eval.datasets import load_locomo  # noqa: E402
 from rcll.models.tokenizer import TokenCounter  # noqa: E402
 from rcll.retain import link_stage  # noqa: E402
@@ -44,7 +44,6 @@ from rcll.retain.pipeline import RetainContext  # noqa: E402
 from rcll.search import recall as recall_mod  # noqa: E402
 from rcll.search.models import RecallQuery  # noqa: E402
 from rcll.search.recipes import POST, RECIPES, Recipe, Step  # noqa: E402
-from rcll.store import migrate  # noqa: E402
 
 CONV = "eval-locomo-conv-41"
 WEIGHTS = {"dense": 0.3, "lexical": 1.0}
@@ -79,13 +78,7 @@ def main() -> None:
     ap.add_argument("--stop", action="store_true")
     args = ap.parse_args()
     state = Path(args.state_dir)
-    state.mkdir(parents=True, exist_ok=True)
-    state.chmod(0o755)
-    s = Settings(state_dir=state, pg_port=args.port,
-                 database_url=f"postgresql://rcll@127.0.0.1:{args.port}/post_bench")
-    postgres.start(s, log=lambda *_: None)
-    postgres.create_database(s, "post_bench", drop=True)
-    migrate.upgrade(s)
+    s = scratch_database(state, args.port, "post_bench")
 
     ds = load_locomo(args.data)
     texts = [it["content"] for it in ds.banks[CONV]]

@@ -37,9 +37,9 @@ ROOT = Path(__file__).resolve().parents[1]
 LOCOMO = ROOT.parent / "shared" / "data" / "locomo"
 sys.path.insert(0, str(ROOT))
 
-from rcll.config import Settings  # noqa: E402
 from rcll.db import make_pool  # noqa: E402
 from rcll.dev import postgres  # noqa: E402
+from rcll.dev.scratch import scratch_database  # noqa: E402
 from rcll.entities.extractor import extract  # noqa: E402
 from rcll.eval.datasets import load_locomo  # noqa: E402
 from rcll.models.embedder import input_stamp  # noqa: E402
@@ -48,7 +48,6 @@ from rcll.retain.entity_stage import write_batch  # noqa: E402
 from rcll.search import recall as recall_mod  # noqa: E402
 from rcll.search.models import RecallQuery  # noqa: E402
 from rcll.search.query_prep import match_entities  # noqa: E402
-from rcll.store import migrate  # noqa: E402
 
 MODEL = "all-MiniLM-L6-v2"
 CONV = "eval-locomo-conv-41"
@@ -118,13 +117,7 @@ def main() -> None:
     ap.add_argument("--stop", action="store_true")
     args = ap.parse_args()
     state = Path(args.state_dir)
-    state.mkdir(parents=True, exist_ok=True)
-    state.chmod(0o755)
-    s = Settings(state_dir=state, pg_port=args.port,
-                 database_url=f"postgresql://rcll@127.0.0.1:{args.port}/channels_bench")
-    postgres.start(s, log=lambda *_: None)
-    postgres.create_database(s, "channels_bench", drop=True)
-    migrate.upgrade(s)
+    s = scratch_database(state, args.port, "channels_bench")
 
     ds = load_locomo(args.data)
     items = ds.banks[CONV]

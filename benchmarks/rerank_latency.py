@@ -67,10 +67,10 @@ def main() -> None:
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "rerank_latency.txt"))
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import torch
+
     from rcll.models.embedder import EmbedderHandle
     from rcll.models.reranker import RerankerHandle
-
-    import torch
 
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -104,7 +104,7 @@ def test_allowed_untrained_model_reorders_exactly_by_its_scores(bank, services):
     assert want != fused_ids  # the test can fail: the scores do change the order
     assert [r["id"] for r in res.results] == want
     got = {r["id"]: r["scores"]["rerank"] for r in res.results[:TOP_N]}
-    assert got == pytest.approx(dict(zip(fused_ids[:TOP_N], direct)), abs=1e-5)
+    assert got == pytest.approx(dict(zip(fused_ids[:TOP_N], direct, strict=True)), abs=1e-5)
     finals = [r["scores"]["final"] for r in res.results]
     assert finals == sorted(finals, reverse=True)  # scores stay sorted after the reorder
     assert all("rerank" not in r["scores"] for r in res.results[TOP_N:])
