@@ -12,15 +12,19 @@ from rcll.search.recall import recall
 from rcll.search.recipes import RECIPES
 
 bp = Blueprint("recall", __name__)
+_BOOLEANS = {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False}
 
 
 def _run(bank_id: str, params: dict):
     check_bank_id(bank_id)
     for key in ("recipe", "channels"):
         name = params.get(key)
-        if isinstance(name, str) and name not in RECIPES:
+        # a name that is not storable text (NUL, lone surrogate) or too long is left to the
+        # model's validation: 400 invalid_request like any other field
+        if (isinstance(name, str) and name not in RECIPES and len(name) <= 64
+                and name.isprintable() and not any(0xD800 <= ord(c) <= 0xDFFF for c in name)):
             raise APIError(400, "unknown_recipe", f"unknown recipe {name!r}",
-                           {"field": key, "recipe": name[:64], "known": sorted(RECIPES)})
+                           {"field": key, "recipe": name, "known": sorted(RECIPES)})
     q = RecallQuery.model_validate(params)
     return jsonify(recall(services().recall_context(), bank_id, q).to_json())
 
@@ -32,17 +36,26 @@ def recall_post(bank_id: str):
 
 @bp.get("/banks/<bank_id>/recall")
 def recall_get(bank_id: str):
+    repeated = sorted(k for k, v in request.args.to_dict(flat=False).items() if len(v) > 1)
+    if repeated:
+        raise APIError(400, "invalid_request", "each query parameter may be given once",
+                       {"repeated": repeated})
     params: dict = {k: v for k, v in request.args.items()}
     for key in ("max_tokens", "limit", "max_layer"):
         if key in params:
-            try:
-                params[key] = int(params[key])
-            except ValueError:
+            raw = params[key]
+            if not (raw.isascii() and raw.lstrip("-").isdigit() and raw.count("-") <= 1):
                 raise APIError(400, "invalid_request", f"{key} must be an integer",
-                               {"field": key, "value": params[key]})
+                               {"field": key, "value": raw[:64]})
+            params[key] = int(raw)
     for key in ("trace", "include_archive", "include_superseded"):
         if key in params:
-            params[key] = params[key].lower() in ("1", "true", "yes")
+            raw = params[key].lower()
+            if raw not in _BOOLEANS:
+                raise APIError(400, "invalid_request", f"{key} must be true or false",
+                               {"field": key, "value": params[key][:64],
+                                "allowed": sorted(_BOOLEANS)})
+            params[key] = _BOOLEANS[raw]
     if "query" not in params:
         raise APIError(400, "invalid_request", "query parameter 'query' is required")
     return _run(bank_id, params)

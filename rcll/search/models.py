@@ -52,6 +52,16 @@ class RecallQuery(TextModel):
             raise ValueError("query must not be blank")
         return clean_text(v)
 
+    @field_validator("query_timestamp", mode="before")
+    @classmethod
+    def _iso_only(cls, v):
+        # numbers would be read as epoch seconds or, above 2e10, milliseconds: refuse them
+        if v is not None and not isinstance(v, (str, datetime)):
+            raise ValueError("query_timestamp must be an ISO 8601 string")
+        if isinstance(v, str) and v.strip().lstrip("+-").replace(".", "", 1).isdigit():
+            raise ValueError("query_timestamp must be an ISO 8601 string, not a number")
+        return v
+
     @field_validator("query_timestamp")
     @classmethod
     def _utc(cls, v: datetime | None) -> datetime | None:

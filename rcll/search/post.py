@@ -71,8 +71,15 @@ def collapse_duplicates_step(state: RecallState, cosine: float = 0.88) -> None:
         if r["dup"] is not None:
             similar.setdefault(r["dup"], []).append((float(r["cos"]), r["kept"]))
     removed: set[str] = set()
+    stale = set()
+    if state.request.include_superseded and similar:
+        rows_ = state.hydrate(window)
+        stale = {u for u in window if u in rows_ and (
+            rows_[u]["superseded_by_id"] is not None or rows_[u]["invalidated_reason"])}
     for uid in window:  # rank order: a unit's partners above it are decided before it
-        kept = [(c, k) for c, k in similar.get(uid, ()) if k not in removed]
+        # a live unit is never folded into a superseded or invalidated one
+        kept = [(c, k) for c, k in similar.get(uid, ())
+                if k not in removed and (k not in stale or uid in stale)]
         if kept:
             best = max(kept)[1]
             state.collapsed.setdefault(best, []).append(uid)
@@ -93,15 +100,18 @@ def worth_step(state: RecallState, min_outcomes: int = 20, floor: float = 0.3) -
     worth < 0.3)"). One SELECT: the bank's low-worth units (``unit_feedback_bank`` index; few
     in any bank), dropped from the whole ranking — so units that move up into the pool are
     filtered too, and the cost does not grow with the ranking.
-    ``state.counts["worth_dropped"]``: how many of the ranking were dropped.
+    ``state.counts["worth_dropped"]``: how many of the ranking were dropped. L0 units are
+    exempt (always included).
     """
     state.counts["worth_dropped"] = 0
     if not state.ranked:
         return
+    # L0 units are always included (spec §5), whatever their worth
     low = {r["id"] for r in state.conn.execute(
-        """SELECT unit_id::text AS id FROM unit_feedback
-           WHERE bank_id = %s AND success + failure >= %s
-             AND success::float8 / (success + failure) < %s""",
+        """SELECT f.unit_id::text AS id FROM unit_feedback f
+           JOIN memory_units u ON u.id = f.unit_id AND u.layer > 0
+           WHERE f.bank_id = %s AND f.success + f.failure >= %s
+             AND f.success::float8 / (f.success + f.failure) < %s""",
         (state.scope.bank_id, min_outcomes, floor)).fetchall()}
     if low:
         before = len(state.ranked)

@@ -217,6 +217,9 @@ def _render(row: dict, uid: str, score: float, ranks: dict, stages: dict,
         "tokens": row["token_count"],
         "entities": row.get("entities", []),
         "collapsed": list(collapsed), "expanded_from": expanded_from,
+        # stale units appear only with include_superseded: say which they are
+        "superseded_by": str(row["superseded_by_id"]) if row.get("superseded_by_id") else None,
+        "invalidated_reason": row.get("invalidated_reason"),
     }
     for name, by_id in ranks.items():
         c = by_id.get(uid)

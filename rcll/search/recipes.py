@@ -55,9 +55,10 @@ class Recipe:
 # units average at most this many lexemes (benchmarks/recall_ablation.py, README "Recall").
 CONTEXT_MAX_AVGDL = 24.0
 
-# Post-processing every recipe ends with (spec §5): duplicates within the result collapsed,
-# Memory Worth filter, the bank's L0 units always included.
-POST = (Step.of("collapse_duplicates", cosine=0.88), Step.of("worth"), Step.of("l0"))
+# Post-processing every recipe ends with (spec §5): Memory Worth filter, the bank's L0 units
+# always included (placed first), then duplicates within the result collapsed — after l0, so
+# an L0 unit absorbs its near-duplicates instead of being collapsed and added back.
+POST = (Step.of("worth"), Step.of("l0"), Step.of("collapse_duplicates", cosine=0.88))
 
 # Hybrid weighs the dense channel 0.3 against lexical 1.0 in RRF (k = 60). Measured with
 # benchmarks/fusion_sweep.py, turn level, recall@10 / nDCG@5:

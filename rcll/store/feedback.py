@@ -9,6 +9,7 @@ at least 20 outcomes.
 from __future__ import annotations
 
 from psycopg import Connection
+from psycopg.errors import ForeignKeyViolation
 
 from rcll.errors import InvalidInput
 from rcll.store.memories import UnitNotFound, parse_unit_id
@@ -53,14 +54,22 @@ def record(conn: Connection, bank_id: str, unit_id: str, outcome: str) -> dict:
     uid = parse_unit_id(unit_id)
     outcome = parse_outcome(outcome)
     s, f = (1, 0) if outcome == "success" else (0, 1)
-    row = conn.execute(
-        """INSERT INTO unit_feedback AS fb (unit_id, bank_id, success, failure)
-           SELECT u.id, u.bank_id, %(s)s, %(f)s FROM memory_units u
-           WHERE u.id = %(u)s AND u.bank_id = %(b)s
-           ON CONFLICT (unit_id) DO UPDATE
-             SET success = fb.success + EXCLUDED.success,
-                 failure = fb.failure + EXCLUDED.failure, updated_at = now()
-           RETURNING fb.success, fb.failure""", {"u": uid, "b": bank_id, "s": s, "f": f}).fetchone()
+    # FOR KEY SHARE: a concurrent delete of the unit (or its bank) either waits for this
+    # insert or, having won, leaves no row to lock — never a foreign-key violation.
+    try:
+        with conn.transaction():
+            row = conn.execute(
+                """WITH u AS (SELECT id, bank_id FROM memory_units
+                              WHERE id = %(u)s AND bank_id = %(b)s FOR KEY SHARE)
+                   INSERT INTO unit_feedback AS fb (unit_id, bank_id, success, failure)
+                   SELECT u.id, u.bank_id, %(s)s, %(f)s FROM u
+                   ON CONFLICT (unit_id) DO UPDATE
+                     SET success = fb.success + EXCLUDED.success,
+                         failure = fb.failure + EXCLUDED.failure, updated_at = now()
+                   RETURNING fb.success, fb.failure""",
+                {"u": uid, "b": bank_id, "s": s, "f": f}).fetchone()
+    except ForeignKeyViolation:  # the bank row went away under us
+        row = None
     if row is None:
         raise UnitNotFound(f"unit {uid} does not exist in bank {bank_id!r}",
                            {"unit_id": uid, "bank_id": bank_id})

@@ -146,3 +146,36 @@ def test_invisible_only_content_and_query_are_blank(client, services, invisible)
     q = client.post("/v1/default/banks/invisible/memories/recall", json={"query": invisible})
     assert q.status_code == 400 and q.get_json()["error"]["code"] == "invalid_request"
     assert db_counts(services, "invisible")["units"] == 0
+
+
+@pytest.mark.parametrize("payload", [
+    {"query": "last May", "query_timestamp": 253402300800},  # epoch s: not ISO 8601
+    {"query": "last May", "query_timestamp": 1.5},
+    {"query": "last May", "query_timestamp": "1683676800"},
+    {"query": "last May", "query_timestamp": True},
+    {"query": "last May", "query_timestamp": "2023-02-30"},
+    {"query": "ok", "recipe": "cold\u0000"},
+    {"query": "ok", "recipe": "cold\ud83d"},
+    {"query": "ok", "recipe": "a" * 100_000},
+    {"query": "ok", "recipe": 3},
+])
+def test_bad_recall_fields_of_issue_7(client, services, seeded, payload):
+    err = _error(client.post(RECALL, json=payload), 400, "invalid_request")
+    assert len(str(err)) < 5_000  # the bad value is not echoed back whole
+    assert db_counts(services, BANK) == seeded
+
+
+@pytest.mark.parametrize("qs", [
+    "query=x&trace=banana", "query=x&include_archive=maybe", "query=x&include_superseded=on",
+    "query=x&trace=", "query=x&limit=1_0", "query=x&limit=%EF%BC%91", "query=x&max_layer=+1",
+    "query=a&query=b", "query=x&recipe=cold&recipe=full",
+])
+def test_bad_recall_query_strings(client, seeded, qs):
+    _error(client.get(f"/banks/{BANK}/recall?{qs}"), 400, "invalid_request")
+
+
+def test_good_recall_query_strings(client, seeded):
+    for qs in ("query=x&trace=true&include_archive=0&limit=5", "query=x&include_superseded=no",
+               "query=x&recipe=lexical&max_layer=2"):
+        r = client.get(f"/banks/{BANK}/recall?{qs}")
+        assert r.status_code == 200, (qs, r.get_json())

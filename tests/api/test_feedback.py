@@ -99,3 +99,23 @@ def test_feedback_goes_with_its_bank(client, services):
     with services.pool.connection() as conn:
         assert conn.execute("SELECT count(*) AS n FROM unit_feedback WHERE unit_id = %s",
                             (uid,)).fetchone()["n"] == 0
+
+
+def test_feedback_racing_a_bank_delete_is_a_404_not_a_500(client, services, settings):
+    """The delete holds the unit rows; the feedback waits for it, then finds no unit."""
+    import psycopg
+
+    bank = "fb-race"
+    uid = _units(client, services, bank, ["Ana: the printer is on floor 3."])[0]
+    result = {}
+    with psycopg.connect(settings.db_url) as conn:
+        conn.execute("DELETE FROM memory_banks WHERE id = %s", (bank,))  # not committed yet
+        t = threading.Thread(target=lambda: result.update(
+            r=_post(client, bank, uid, {"outcome": "failure"})))
+        t.start()
+        t.join(1.0)
+        assert t.is_alive()  # waiting on the unit row the delete holds
+        conn.commit()
+    t.join(30)
+    assert result["r"].status_code == 404, result["r"].get_json()
+    assert result["r"].get_json()["error"]["code"] in ("unit_not_found", "bank_not_found")

@@ -242,3 +242,46 @@ def test_expansion_adds_a_strongly_linked_unit_below_its_source(client, services
     res = recall(ctx, bank, RecallQuery(query="tomato plant watering", recipe="lexical",
                                         max_tokens=src["tokens"]), recipes=recipes)
     assert [r["id"] for r in res.results] == [units["Tomato"]] and res.counts["expanded"] == 0
+
+
+def test_l0_absorbs_its_duplicates_and_ignores_worth(client, services):
+    """An L0 unit and a near-identical L2 unit: the L0 unit is returned once, the L2 unit
+    collapsed into it (not the other way round, then added back); 20 failures do not drop
+    an L0 unit (always included) and are not counted as dropped."""
+    bank = "post-l0-dup"
+    _retain(client, bank, [
+        {"content": "Always greet customers by name.", "document_id": "l0", "layer": 0},
+        {"content": "Always greet customers by their name.", "document_id": "l2"},
+    ])
+    ids = _ids(services, bank)
+    assert _cosine(services, ids["l0"], ids["l2"]) > 0.88
+    for recipe in ("dense", "hybrid", "cold"):
+        out = _recall(client, bank, query="Always greet customers by their name", recipe=recipe)
+        assert [r["id"] for r in out["results"]] == [ids["l0"]], recipe
+        assert out["results"][0]["collapsed"] == [ids["l2"]]
+    for _ in range(20):
+        r = client.post(f"/v1/default/banks/{bank}/memories/{ids['l0']}/feedback",
+                        json={"outcome": "failure"})
+        assert r.get_json()["worth"] == 0.0
+    out = _recall(client, bank, query="greet customers")
+    assert out["results"][0]["id"] == ids["l0"] and out["counts"]["worth_dropped"] == 0
+
+
+def test_a_live_unit_is_never_collapsed_into_a_stale_one(client, services):
+    bank = "post-stale-dup"
+    _retain(client, bank, [{"content": "Handbook: annual vacation is 10 days.",
+                            "document_id": "handbook"}])
+    old = _ids(services, bank)["handbook"]
+    _retain(client, bank, [{"content": "Handbook: annual vacation is 25 days.",
+                            "document_id": "handbook"}])
+    new = _ids(services, bank)["handbook"]
+    assert new != old
+    for recipe in ("hybrid", "lexical", "cold"):
+        out = _recall(client, bank, query="handbook vacation days", recipe=recipe,
+                      include_superseded=True)
+        by_id = {r["id"]: r for r in out["results"]}
+        assert new in by_id, recipe  # the live version is returned
+        assert by_id[new]["invalidated_reason"] is None
+        if old in by_id:  # the stale one says so
+            assert by_id[old]["invalidated_reason"] == "document_replaced"
+        assert all(new not in r["collapsed"] for r in out["results"])
