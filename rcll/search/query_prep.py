@@ -131,13 +131,23 @@ def prepare_query(conn: Connection, scope: CallerScope, pq: PreparedQuery, *,
 # ---- time ------------------------------------------------------------------------------
 
 
+MAX_CANDIDATES = 12  # time-expression matches tried per query
+
+
 def resolve_time(text: str, reference: datetime) -> tuple[tuple[datetime, datetime], str] | None:
     """``((start, end), expression)`` for the first time expression of ``text`` relative to
     ``reference`` (tz-aware; converted to UTC), or ``None`` when it names no time. ``start``
-    and ``end`` are UTC datetimes, ``end`` exclusive. Raises nothing."""
+    and ``end`` are UTC datetimes, ``end`` exclusive. Raises nothing.
+
+    At most :data:`MAX_CANDIDATES` matches are tried: a query of hundreds of invalid dates
+    ("June 31 June 31 …") would otherwise call the date parser hundreds of times (1 s)."""
     ref = reference.astimezone(UTC)
+    tried = 0
     for name, rx in PATTERNS:
         for m in rx.finditer(text):
+            tried += 1
+            if tried > MAX_CANDIDATES:
+                return None
             try:
                 window = _RULES[name](m, ref)
             except (ValueError, OverflowError):

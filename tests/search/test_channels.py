@@ -4,7 +4,7 @@ caller scope; a failing channel degrades the answer instead of sinking it."""
 from rcll.search.channels import CHANNELS, ChannelOutput
 from rcll.search.models import Candidate, RecallQuery
 from rcll.search.recall import recall
-from rcll.search.recipes import RECIPES, Recipe
+from rcll.search.recipes import DEFAULT_RECIPE, RECIPES, Recipe
 
 ITEMS = [
     {"content": "Ana: we deploy the billing service with blue-green releases.", "document_id": "d1",
@@ -40,7 +40,7 @@ class BrokenChannel:
 def test_a_new_channel_is_one_registry_entry_and_obeys_the_scope(client, worker, services):
     client.post("/v1/default/banks/chan/memories", json={"items": ITEMS, "async": False})
     registry = {**CHANNELS, "newest": NewestChannel()}
-    recipes = {**RECIPES, "hybrid": Recipe("hybrid", ("lexical", "newest"))}
+    recipes = {**RECIPES, DEFAULT_RECIPE: Recipe(DEFAULT_RECIPE, ("lexical", "newest"))}
     q = RecallQuery(query="deploy", room="deployment", trace=True)
     res = recall(services.recall_context(), "chan", q, recipes=recipes, channels=registry)
     assert res.channels == ["lexical", "newest"]
@@ -53,7 +53,7 @@ def test_a_new_channel_is_one_registry_entry_and_obeys_the_scope(client, worker,
 def test_a_failing_channel_degrades_and_the_others_answer(client, worker, services):
     client.post("/v1/default/banks/chan2/memories", json={"items": ITEMS, "async": False})
     registry = {**CHANNELS, "broken": BrokenChannel()}
-    recipes = {**RECIPES, "hybrid": Recipe("hybrid", ("broken", "lexical", "dense"))}
+    recipes = {**RECIPES, DEFAULT_RECIPE: Recipe(DEFAULT_RECIPE, ("broken", "lexical", "dense"))}
     res = recall(services.recall_context(), "chan2", RecallQuery(query="auth tokens expire"),
                  recipes=recipes, channels=registry)
     assert res.degraded == ["broken: UndefinedTable"]

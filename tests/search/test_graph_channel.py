@@ -2,10 +2,10 @@
 
 from rcll.search.models import RecallQuery
 from rcll.search.recall import recall
-from rcll.search.recipes import RECIPES, Recipe
+from rcll.search.recipes import DEFAULT_RECIPE, RECIPES, Recipe
 
-GRAPH_ONLY = {**RECIPES, "hybrid": Recipe("hybrid", ("graph",))}
-LEXICAL_ONLY = {**RECIPES, "hybrid": Recipe("hybrid", ("lexical",))}
+GRAPH_ONLY = {**RECIPES, DEFAULT_RECIPE: Recipe(DEFAULT_RECIPE, ("graph",))}
+LEXICAL_ONLY = {**RECIPES, DEFAULT_RECIPE: Recipe(DEFAULT_RECIPE, ("lexical",))}
 
 ITEMS = [
     {"content": "Caroline: I moved to Nashville last spring.", "document_id": "a",

@@ -8,7 +8,7 @@ import pytest
 from rcll.search.models import RecallQuery
 from rcll.search.query_prep import resolve_time
 from rcll.search.recall import recall
-from rcll.search.recipes import RECIPES, Recipe
+from rcll.search.recipes import DEFAULT_RECIPE, RECIPES, Recipe
 
 REF = datetime(2024, 3, 15, 12, 0, tzinfo=UTC)  # a Friday
 
@@ -68,7 +68,7 @@ ITEMS = [
 def test_entities_match_as_whole_words_case_insensitively(client, worker, services):
     r = client.post("/v1/default/banks/qprep/memories", json={"items": ITEMS, "async": False})
     assert r.status_code == 200, r.get_json()
-    recipes = {**RECIPES, "hybrid": Recipe("hybrid", ("lexical", "graph"))}
+    recipes = {**RECIPES, DEFAULT_RECIPE: Recipe(DEFAULT_RECIPE, ("lexical", "graph"))}
     ctx = services.recall_context()
 
     def names(query: str) -> list[str]:
@@ -95,3 +95,17 @@ def test_the_window_is_reported_with_the_query_timestamp(client, worker, service
                                             "2024-03-07T00:00:00+00:00"]
     assert body["query"]["time_expression"] == "two weeks ago"
     assert body["query"]["reference_time"] == "2024-03-15T12:00:00+00:00"
+
+
+def test_a_flood_of_invalid_dates_is_cut_short(monkeypatch):
+    """Hundreds of matches that never resolve call the date parser a bounded number of
+    times (a 2,000-character query of "June 31" took 1 s in the prepare phase before)."""
+    import rcll.search.query_prep as qp
+
+    calls = []
+    real = qp._dateparser
+    monkeypatch.setattr(qp, "_dateparser", lambda t, r: calls.append(t) or real(t, r))
+    ref = datetime(2024, 3, 15, 12, tzinfo=UTC)
+    assert qp.resolve_time("June 31 " * 250, ref) is None
+    assert len(calls) <= qp.MAX_CANDIDATES
+    assert qp.resolve_time("June 31 " * 3 + "in 2023", ref)[1] == "in 2023"

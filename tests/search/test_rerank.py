@@ -12,7 +12,7 @@ from rcll.models.embedder import resolve_model_path
 from rcll.models.reranker import RerankerHandle
 from rcll.search.models import RecallQuery
 from rcll.search.recall import recall
-from rcll.search.recipes import RECIPES, Recipe, Step
+from rcll.search.recipes import DEFAULT_RECIPE, RECIPES, Recipe, Step
 
 BANK = "rerank"
 ITEMS = [{"content": c, "document_id": f"r{i}"} for i, c in enumerate([
@@ -31,8 +31,9 @@ TOP_N = 5
 
 def _recipes(**params) -> dict:
     # hybrid's channels and weights, with the rerank step only (no post-processing)
-    return {**RECIPES, "hybrid": Recipe("hybrid", ("dense", "lexical"), {"dense": 0.3, "lexical": 1.0},
-                                     steps=(Step.of("rerank", **params),))}
+    return {**RECIPES, DEFAULT_RECIPE: Recipe(DEFAULT_RECIPE, ("dense", "lexical"),
+                                              {"dense": 0.3, "lexical": 1.0},
+                                              steps=(Step.of("rerank", **params),))}
 
 
 @pytest.fixture(scope="module")

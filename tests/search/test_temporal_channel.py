@@ -2,9 +2,9 @@
 
 from rcll.search.models import RecallQuery
 from rcll.search.recall import recall
-from rcll.search.recipes import RECIPES, Recipe
+from rcll.search.recipes import DEFAULT_RECIPE, RECIPES, Recipe
 
-TEMPORAL_ONLY = {**RECIPES, "hybrid": Recipe("hybrid", ("temporal",))}
+TEMPORAL_ONLY = {**RECIPES, DEFAULT_RECIPE: Recipe(DEFAULT_RECIPE, ("temporal",))}
 REF = "2024-03-15T12:00:00Z"
 
 ITEMS = [
