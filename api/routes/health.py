@@ -81,7 +81,7 @@ def readyz():
     checks["reranker"] = {"ok": rr.status()["usable"] or not rr.configured, **rr.status()}
     ready = checks["database"]["ok"] and checks["broker"]["ok"]
     resp = jsonify({"ready": ready, "checks": checks,
-                    "mode": "B" if checks["embedder"]["ok"] else "A"})
+                    "mode": "C" if checks["embedder"]["ok"] else "A"})
     resp.status_code = 200 if ready else 503
     if not ready:
         resp.headers["Retry-After"] = "5"

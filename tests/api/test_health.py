@@ -4,4 +4,4 @@ def test_healthz_and_readyz(client):
     assert ready.status_code == 200
     body = ready.get_json()
     assert body["checks"]["database"]["ok"] is True
-    assert body["checks"]["embedder"]["loaded"] is True and body["mode"] == "B"
+    assert body["checks"]["embedder"]["loaded"] is True and body["mode"] == "C"
