@@ -37,6 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 LOCOMO = ROOT.parent / "shared" / "data" / "locomo"
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.link_stage import _Emb, _Handle  # noqa: E402  (embedder stand-ins)
 from rcll.db import make_pool  # noqa: E402
 from rcll.dev import postgres  # noqa: E402
 from rcll.dev.scratch import scratch_database  # noqa: E402
@@ -53,22 +54,6 @@ MODEL = "all-MiniLM-L6-v2"
 CONV = "eval-locomo-conv-41"
 
 
-class _Emb:
-    model_name = MODEL
-
-    def __init__(self, table):
-        self.table = table
-
-    def embed(self, texts):
-        return np.stack([self.table[t] for t in texts])
-
-
-class _Handle:
-    def __init__(self, emb):
-        self.emb, self.error, self.model_name = emb, None, MODEL
-
-    def get(self):
-        return self.emb
 
 
 def embed(texts: list[str]) -> np.ndarray:
