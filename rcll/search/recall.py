@@ -42,7 +42,7 @@ class RecallContext:
     lexical_df_cutoff: float = 0.15
     default_recipe: str = DEFAULT_RECIPE
     reranker: object | None = None
-    rerank_top_n: int = 50
+    rerank_top_n: int = 10  # RCLL_RERANK_TOP_N (benchmarks/rerank_latency.py)
     rerank_batch_size: int = 16
 
 
