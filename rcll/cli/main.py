@@ -180,11 +180,13 @@ def recall(query: str, bank: str, limit: int, max_tokens: int, recipe: str | Non
     if as_json:
         click.echo(json.dumps(res, indent=2))
         return
-    table = Table(title=f"{query}  [mode {res['mode']}, {res['timings_ms']['total']} ms]")
-    for col in ("#", "rrf", "dense", "lexical", "room/hall", "text"):
+    table = Table(title=f"{query}  [recipe {res.get('recipe')}, mode {res['mode']}, "
+                        f"{res['timings_ms']['total']} ms]")
+    for col in ("#", "score", "dense", "lexical", "room/hall", "text"):
         table.add_column(col)
     for i, r in enumerate(res["results"], 1):
-        table.add_row(str(i), f"{r['scores']['rrf']:.4f}", str(r["ranks"].get("dense")),
+        # "final": every result has it (an L0 unit no channel found has no RRF score)
+        table.add_row(str(i), f"{r['scores']['final']:.4f}", str(r["ranks"].get("dense")),
                       str(r["ranks"].get("lexical")), f"{r['room']}/{r['hall']}",
                       r["text"][:160].replace("\n", " "))
     _out().print(table)
