@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from psycopg_pool import ConnectionPool
 
@@ -20,7 +21,11 @@ from rcll.models.reranker import RerankerHandle
 from rcll.models.tokenizer import TokenCounter
 from rcll.retain.pipeline import RetainContext
 from rcll.retain.service import RetainLimits, RetainService
+from rcll.search.query_cache import QueryVectorCache
 from rcll.search.recall import RecallContext
+
+if TYPE_CHECKING:
+    from rcll.cascade.cascade import Cascade
 
 
 @dataclass
@@ -107,6 +112,16 @@ class Services:
         return RetainService(self.pool, self.retain_context, enqueue,
                              RetainLimits.from_settings(self.settings))
 
+    @cached_property
+    def query_cache(self) -> QueryVectorCache:
+        return QueryVectorCache(self.settings.query_cache_size)
+
+    @cached_property
+    def cascade(self) -> Cascade:
+        """The recall cascade (tiers 1–3) over this process's read pool and Redis."""
+        from rcll.cascade.wiring import build_cascade
+        return build_cascade(self)
+
     def recall_context(self) -> RecallContext:
         s = self.settings
         return RecallContext(pool=self.read_pool, embedder=self.embedder, tokens=self.tokens,
@@ -114,7 +129,8 @@ class Services:
                              dense_floor=s.dense_floor, rrf_k=s.rrf_k,
                              lexical_df_cutoff=s.lexical_df_cutoff,
                              default_recipe=s.recall_recipe, rerank_top_n=s.rerank_top_n,
-                             rerank_batch_size=s.rerank_batch_size, reranker=self.reranker)
+                             rerank_batch_size=s.rerank_batch_size, reranker=self.reranker,
+                             query_cache=self.query_cache)
 
     def close(self) -> None:
         for name in ("pool", "read_pool"):

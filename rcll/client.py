@@ -217,6 +217,8 @@ class RCLLClient:
         max_layer: int | None = None,
         query_timestamp: str | None = None,
         trace: bool = False,
+        tiers: list[str] | None = None,
+        context_tokens_left: int | None = None,
     ) -> dict:
         """Recall the units of a bank relevant to ``query``, ranked and cut to ``max_tokens``.
 
@@ -226,7 +228,9 @@ class RCLLClient:
         "layer", "document_id", "chunk_id", "occurred_start", "occurred_end", "mentioned_at",
         "metadata", "ranks": {"dense", "lexical"}, "scores": {"dense", "lexical", "rrf", …, "final"}}],
         "recipe", "mode", "dense_available", "channels", "counts", "tokens_used", "timings_ms"
-        (only with ``trace``)}``.
+        (only with ``trace``), "tiers", "tier_reason"}``. ``tiers`` restricts the cascade
+        (``["cold"]``: the full pipeline only); ``context_tokens_left`` applies the
+        token-budget policy (README "Recall cascade").
         """
         body: dict[str, Any] = {
             "query": query,
@@ -239,6 +243,8 @@ class RCLLClient:
             "max_layer": max_layer,
             "query_timestamp": query_timestamp,
             "trace": trace,
+            "tiers": tiers,
+            "context_tokens_left": context_tokens_left,
         }
         body = {k: v for k, v in body.items() if v is not None}
         return self._request("POST", f"{self._bank(bank_id)}/memories/recall", json=body).json()

@@ -163,6 +163,18 @@ class Settings(BaseSettings):
     rerank_batch_size: int = Field(16, ge=1, le=512, description="Pairs per cross-encoder forward "
                                    "pass (RCLL_RERANK_BATCH_SIZE).")
 
+    # --- recall cascade (rcll.cascade; README "Recall cascade") ----------------------------
+    hot_threshold: float = Field(0.9, ge=-1, le=1, description="Similarity a tier-1 (hot) hit "
+                                 "must reach; chosen by benchmarks/recall_cascade.py.")
+    warm_threshold: float = Field(0.75, ge=-1, le=1, description="Cosine a tier-2 (warm) hit "
+                                  "must reach; chosen by benchmarks/recall_cascade.py.")
+    cascade_min_hits: int = Field(3, ge=1, le=50, description="Hits that make a tier "
+                                  "sufficient (spec §5: 3).")
+    hot_promote_top: int = Field(3, ge=0, le=50, description="Cold-tier results promoted to "
+                                 "tier 1 after the response (spec §5: 3).")
+    query_cache_size: int = Field(4096, ge=0, description="Query embeddings kept in-process "
+                                  "(LRU); 0 disables.")
+
     @property
     def db_url(self) -> str:
         """The read-write PostgreSQL URL (``postgresql://``), defaulting to the dev server."""

@@ -1,4 +1,5 @@
-"""Recall: synchronous, read-only, never calls a language model (spec §1.1)."""
+"""Recall: synchronous, read-only, never calls a language model (spec §1.1). Runs the cascade
+(rcll.cascade.cascade): hot and warm tiers, then the cold pipeline."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ from api.deps import json_body, services
 from api.errors import APIError
 from api.schemas import check_bank_id
 from rcll.search.models import RecallQuery
-from rcll.search.recall import recall
 from rcll.search.recipes import RECIPES
 
 bp = Blueprint("recall", __name__)
@@ -26,7 +26,7 @@ def _run(bank_id: str, params: dict):
             raise APIError(400, "unknown_recipe", f"unknown recipe {name!r}",
                            {"field": key, "recipe": name, "known": sorted(RECIPES)})
     q = RecallQuery.model_validate(params)
-    return jsonify(recall(services().recall_context(), bank_id, q).to_json())
+    return jsonify(services().cascade.recall(bank_id, q).to_json())
 
 
 @bp.post("/v1/default/banks/<bank_id>/memories/recall")
@@ -41,7 +41,9 @@ def recall_get(bank_id: str):
         raise APIError(400, "invalid_request", "each query parameter may be given once",
                        {"repeated": repeated})
     params: dict = {k: v for k, v in request.args.items()}
-    for key in ("max_tokens", "limit", "max_layer"):
+    if "tiers" in params:  # comma-separated in a query string
+        params["tiers"] = [t.strip() for t in params["tiers"].split(",")]
+    for key in ("max_tokens", "limit", "max_layer", "context_tokens_left"):
         if key in params:
             raw = params[key]
             if not (raw.isascii() and raw.lstrip("-").isdigit() and raw.count("-") <= 1):

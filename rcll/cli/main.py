@@ -22,6 +22,20 @@ def _out() -> Console:
     return out if out.is_terminal else Console(width=160)
 
 
+def _tiers_option(fn):
+    """``--tiers``: the recall cascade tiers the questions may use (comma-separated; default
+    ``cold``: the full pipeline, so a rerun is not served from what a run left in tier 1)."""
+    def parse(_ctx, _param, value: str) -> tuple[str, ...]:
+        from rcll.search.models import TIERS
+        tiers = tuple(t.strip() for t in value.split(",") if t.strip())
+        bad = [t for t in tiers if t not in TIERS]
+        if bad or not tiers:
+            raise click.BadParameter(f"unknown tier(s) {bad}; known: {', '.join(TIERS)}")
+        return tiers
+    return click.option("--tiers", default="cold", show_default=True, callback=parse,
+                        help="Recall cascade tiers, comma-separated: hot,warm,cold.")(fn)
+
+
 def _recipe_option(fn):
     """``--recipe`` (alias ``--channels``): a recall recipe name; default the server's."""
     from rcll.search.recipes import RECIPES
@@ -259,24 +273,28 @@ def _write(result: dict, out: str | None) -> None:
 @click.option("--data", "data_dir", required=True, type=click.Path(exists=True, file_okay=False))
 @click.option("--out", default=None, help="Write the full result JSON here.")
 @_recipe_option
+@_tiers_option
 @click.option("--reuse", is_flag=True, help="Query banks ingested by an earlier run.")
-def eval_locomo(data_dir: str, out: str | None, recipe: str | None, reuse: bool) -> None:
+def eval_locomo(data_dir: str, out: str | None, recipe: str | None, tiers: tuple[str, ...],
+                reuse: bool) -> None:
     """LoCoMo: a bank per conversation, a unit per turn, 1,536 retrieval questions."""
     from rcll.eval.runner import run_locomo
 
-    _write(run_locomo(_client(), data_dir, recipe=recipe, reuse=reuse), out)
+    _write(run_locomo(_client(), data_dir, recipe=recipe, tiers=tiers, reuse=reuse), out)
 
 
 @eval_.command("longmemeval")
 @click.option("--data", "data_file", required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option("--out", default=None)
 @_recipe_option
+@_tiers_option
 @click.option("--reuse", is_flag=True, help="Query banks ingested by an earlier run.")
-def eval_longmemeval(data_file: str, out: str | None, recipe: str | None, reuse: bool) -> None:
+def eval_longmemeval(data_file: str, out: str | None, recipe: str | None,
+                     tiers: tuple[str, ...], reuse: bool) -> None:
     """LongMemEval_S: a bank per question, a unit per turn (asked at its question date)."""
     from rcll.eval.runner import run_longmemeval
 
-    _write(run_longmemeval(_client(), data_file, recipe=recipe, reuse=reuse), out)
+    _write(run_longmemeval(_client(), data_file, recipe=recipe, tiers=tiers, reuse=reuse), out)
 
 
 if __name__ == "__main__":

@@ -203,6 +203,7 @@ def run_dataset(
     ks: Iterable[int],
     metrics: Iterable[str],
     recipe: str | None = None,
+    tiers: Iterable[str] | None = ("cold",),
     bank_prefix: str = "",
     reuse: bool = False,
     batch_size: int = 200,
@@ -217,6 +218,8 @@ def run_dataset(
     (``{name: {"n", "n_scored", "turn", "session"}}``), ``n_questions``, ``n_scored``
     (``{"turn", "session"}``), ``ingest``, ``recall_latency_ms`` (``{"p50", "p95", "mean"}``),
     ``config``; plus ``per_question`` when ``keep_per_question``.
+    ``tiers``: the recall cascade tiers asked (default the cold tier only, so a rerun scores
+    the pipeline, not what earlier runs left in the hot tier; None = the server's cascade).
     Raises :class:`EvalIngestError`, ``TimeoutError`` or ``rcll.client.RCLLHTTPError``.
     """
     ks, metrics = tuple(ks), tuple(metrics)
@@ -236,7 +239,8 @@ def run_dataset(
             started = time.perf_counter()
             answer = client.recall(question.bank_id, question.query, recipe=recipe,
                                    limit=limit, max_tokens=max_tokens,
-                                   query_timestamp=question.query_timestamp)
+                                   query_timestamp=question.query_timestamp,
+                                   tiers=list(tiers) if tiers else None)
             latencies.append((time.perf_counter() - started) * 1000.0)
             first = first if first is not None else answer
             record = score_question(question, answer.get("results") or [], dataset.unit_ids,
@@ -257,6 +261,7 @@ def run_dataset(
         "recall_latency_ms": latency_summary(latencies),
         "config": {
             "recipe": (first or {}).get("recipe", recipe),
+            "tiers": (first or {}).get("tiers"),
             "limit": limit,
             "max_tokens": max_tokens,
             "batch_size": batch_size,
@@ -278,6 +283,7 @@ def run_locomo(
     data_dir: str | Path,
     *,
     recipe: str | None = None,
+    tiers: Iterable[str] | None = ("cold",),
     bank_prefix: str = "eval-locomo-",
     reuse: bool = False,
     batch_size: int = 200,
@@ -290,6 +296,7 @@ def run_locomo(
     k in {1, 5, 10, 20, 50} at turn and session level, by category. See :func:`run_dataset`."""
     dataset = load_locomo(data_dir, bank_prefix=bank_prefix)
     return run_dataset(client, dataset, ks=LOCOMO_KS, metrics=BASE_METRICS, recipe=recipe,
+                       tiers=tiers,
                        bank_prefix=bank_prefix, reuse=reuse, batch_size=batch_size, limit=limit,
                        max_tokens=max_tokens, progress=progress,
                        keep_per_question=keep_per_question)
@@ -300,6 +307,7 @@ def run_longmemeval(
     data_file: str | Path,
     *,
     recipe: str | None = None,
+    tiers: Iterable[str] | None = ("cold",),
     bank_prefix: str = "eval-lme-",
     reuse: bool = False,
     batch_size: int = 200,
@@ -313,6 +321,7 @@ def run_longmemeval(
     See :func:`run_dataset`."""
     dataset = load_longmemeval(data_file, bank_prefix=bank_prefix)
     return run_dataset(client, dataset, ks=LME_KS, metrics=ALL_METRICS, recipe=recipe,
+                       tiers=tiers,
                        bank_prefix=bank_prefix, reuse=reuse, batch_size=batch_size, limit=limit,
                        max_tokens=max_tokens, progress=progress,
                        keep_per_question=keep_per_question)

@@ -14,6 +14,8 @@ from rcll.validation import TextModel, clean_text, is_blank, utc_in_range
 MAX_QUERY_CHARS = 2_000
 MAX_TOKENS_CAP = 1_000_000
 MAX_LIMIT = 500
+# The recall cascade (spec §5), in the order it runs.
+TIERS = ("hot", "warm", "cold")
 
 
 class RecallQuery(TextModel):
@@ -28,6 +30,11 @@ class RecallQuery(TextModel):
     ``query_timestamp``: the reference time for relative time expressions in the query
     ("last May", "two weeks ago"; ISO 8601, naive means UTC; default now).
     ``include_superseded``: also return superseded and invalidated units (default no).
+    ``context_tokens_left``: the context the caller has left, in tokens (≥ 0); when given,
+    the token-budget-adaptive policy of spec §5 picks the tiers, the result count and the
+    rendering (:func:`rcll.cascade.policy.plan`). ``tiers``: the cascade tiers allowed, a
+    non-empty subset of ``hot``, ``warm``, ``cold`` (default all; ``["cold"]`` is the full
+    pipeline alone).
     """
 
     model_config = ConfigDict(extra="forbid", strict=True)
@@ -44,6 +51,20 @@ class RecallQuery(TextModel):
     max_layer: int | None = Field(None, ge=0, le=3)
     include_archive: bool = False
     trace: bool = False
+    context_tokens_left: int | None = Field(None, ge=0, le=MAX_TOKENS_CAP * 100)
+    tiers: list[str] | None = Field(None, min_length=1, max_length=3)
+
+    @field_validator("tiers")
+    @classmethod
+    def _known_tiers(cls, v: list[str] | None) -> list[str] | None:
+        if v is None:
+            return v
+        unknown = [t for t in v if t not in TIERS]
+        if unknown:
+            raise ValueError(f"unknown tier(s) {unknown}; known: {', '.join(TIERS)}")
+        if len(set(v)) != len(v):
+            raise ValueError("tiers must not repeat")
+        return [t for t in TIERS if t in v]  # cascade order whatever the request's order
 
     @field_validator("query")
     @classmethod
@@ -113,12 +134,14 @@ class RecallResult:
     timings_ms: dict | None = None
     recipe: str | None = None
     query: dict | None = None
+    tiers: list[str] = field(default_factory=lambda: ["cold"])
+    tier_reason: str | None = None
 
     def to_json(self) -> dict:
         out = {
             "results": self.results, "mode": self.mode, "channels": self.channels,
             "dense_available": self.dense_available, "reranked": self.reranked,
-            "tiers": ["cold"], "tokens_used": self.tokens_used, "counts": self.counts,
+            "tiers": self.tiers, "tier_reason": self.tier_reason, "tokens_used": self.tokens_used, "counts": self.counts,
             "degraded": self.degraded, "recipe": self.recipe,
         }
         if self.query is not None:

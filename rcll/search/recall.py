@@ -19,6 +19,7 @@ from rcll.search.budget import cut_to_budget
 from rcll.search.channels import CHANNELS, Channel, ChannelOutput, PreparedQuery
 from rcll.search.fusion import rrf
 from rcll.search.models import RecallQuery, RecallResult
+from rcll.search.query_cache import QueryVectorCache
 from rcll.search.query_prep import prepare_query
 from rcll.search.recipes import DEFAULT_RECIPE, RECIPES, Recipe
 from rcll.search.scope import CallerScope
@@ -44,10 +45,12 @@ class RecallContext:
     reranker: object | None = None
     rerank_top_n: int = 10  # RCLL_RERANK_TOP_N (benchmarks/rerank_latency.py)
     rerank_batch_size: int = 16
+    query_cache: QueryVectorCache | None = None
 
 
 def prepare(ctx: RecallContext, q: RecallQuery, needs_vector: bool) -> PreparedQuery:
-    """Embed the query once when a channel needs it; remember why not when it cannot."""
+    """Embed the query once when a channel needs it (from ``ctx.query_cache`` when it holds
+    it); remember why not when it cannot."""
     pq = PreparedQuery(q)
     if not needs_vector:
         return pq
@@ -55,8 +58,15 @@ def prepare(ctx: RecallContext, q: RecallQuery, needs_vector: bool) -> PreparedQ
     if emb is None:
         pq.vector_error = f"embedder unavailable ({ctx.embedder.error})"
         return pq
+    cache = ctx.query_cache
+    cached = cache.get(emb.model_name, q.query) if cache is not None else None
+    if cached is not None:
+        pq.vector, pq.model = cached, emb.model_name
+        return pq
     try:
         pq.vector, pq.model = emb.embed([q.query])[0], emb.model_name
+        if cache is not None:
+            cache.put(emb.model_name, q.query, pq.vector)
     except Exception as exc:
         pq.vector_error = f"query embedding failed ({exc})"
     return pq

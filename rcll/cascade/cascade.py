@@ -1,0 +1,249 @@
+"""The recall cascade (spec §5): tier 1 hot (Redis, ACT-R), tier 2 warm (PostgreSQL: entity
+drawer + LSH shortlist + cosine), tier 3 cold (the full pipeline of
+:func:`rcll.search.recall.recall`), chosen per request by :func:`rcll.cascade.policy.plan`.
+
+A tier *answers* when it has at least ``min_hits`` hits above its similarity threshold that
+PostgreSQL still serves to this caller; otherwise the next tier runs. The last tier a plan
+allows answers with whatever it has. Hits of tiers 1 and 2 are hydrated from PostgreSQL
+through the caller scope (one read-only primary-key query), so a cached id that PostgreSQL
+would not return — superseded, invalidated, deleted, out of scope — is never served.
+
+After the response, off the request path (:class:`rcll.cascade.after.AfterRecall`): the
+returned units' activation and cues are recorded, the cold tier's top ``promote_top`` and the
+warm tier's hits are promoted to tier 1.
+
+Degradation (spec §1.4): Redis down → tier 1 is skipped (a circuit breaker stops retrying for
+``redis_retry_s`` seconds so no recall waits on a dead socket) and tiers 2–3 answer; no query
+vector (embedder down) → tiers 1–2 cannot score and the cold tier answers lexically (mode A).
+Every skip is named in ``degraded``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, replace
+
+from rcll.cascade.policy import Plan, plan
+from rcll.errors import BankNotFound
+from rcll.search.budget import cut_to_budget
+from rcll.search.models import RecallQuery, RecallResult
+from rcll.search.recall import RecallContext, _render, prepare, recall
+from rcll.search.scope import CallerScope
+from rcll.search.state import UNIT_COLUMNS
+
+log = logging.getLogger(__name__)
+
+COMPACT_FIELDS = ("id", "text", "kind", "layer", "tokens")
+
+
+@dataclass(frozen=True)
+class CascadeSettings:
+    """Thresholds of the cascade.
+
+    ``hot_threshold``/``warm_threshold``: similarity a tier-1/tier-2 hit must reach (cosine
+    of unit-norm MiniLM vectors; chosen by ``benchmarks/recall_cascade.py``, see the README
+    "Recall cascade"). ``min_hits``: hits that make a tier sufficient (spec §5: 3).
+    ``promote_top``: cold results promoted to tier 1 after the response (spec §5: 3).
+    ``redis_retry_s``: how long tier 1 stays off after a Redis error.
+    """
+
+    hot_threshold: float = 0.9
+    warm_threshold: float = 0.75
+    min_hits: int = 3
+    promote_top: int = 3
+    redis_retry_s: float = 5.0
+
+
+class _Breaker:
+    """Open for ``retry_s`` seconds after a failure: callers skip the part instead of waiting
+    on it. Thread-safe."""
+
+    def __init__(self, retry_s: float):
+        self.retry_s, self._until, self._why = retry_s, 0.0, ""
+        self._lock = threading.Lock()
+
+    def open_reason(self) -> str | None:
+        with self._lock:
+            left = self._until - time.monotonic()
+            return f"{self._why} (retrying in {left:.1f} s)" if left > 0 else None
+
+    def trip(self, why: str) -> None:
+        with self._lock:
+            self._until, self._why = time.monotonic() + self.retry_s, why
+
+
+class Cascade:
+    """Recall through the tiers. ``hot``: a :class:`rcll.cascade.hot.HotTier` or None (no
+    Redis tier configured); ``after``: a :class:`rcll.cascade.after.AfterRecall` or None
+    (activation off); ``warm``: the tier-2 lookup function (default
+    :func:`rcll.cascade.warm.warm_lookup`) or None."""
+
+    def __init__(self, ctx: RecallContext, hot=None, after=None, warm="default",
+                 settings: CascadeSettings | None = None):
+        if warm == "default":
+            from rcll.cascade.warm import warm_lookup
+            warm = warm_lookup
+        self.ctx, self.hot, self.after, self.warm = ctx, hot, after, warm
+        self.settings = settings or CascadeSettings()
+        self.redis_breaker = _Breaker(self.settings.redis_retry_s)
+
+    def recall(self, bank_id: str, q: RecallQuery) -> RecallResult:
+        """Answer ``q`` against ``bank_id`` through the tiers its plan allows. Raises
+        :class:`BankNotFound`. The result's ``tiers`` lists the tiers tried, the answering
+        one last; ``tier_reason`` says why; ``timings_ms`` (with ``trace``) holds
+        ``tier_hot``, ``tier_warm``, ``tier_cold`` and ``total``."""
+        t0 = time.perf_counter()
+        p = plan(q)
+        scope = CallerScope.for_query(bank_id, q)
+        timings: dict[str, float] = {}
+        degraded: list[str] = []
+        tried: list[str] = []
+        if not p.tiers:
+            self._check_bank(bank_id)
+            return self._result([], p, tried, degraded, timings, t0, q, mode="none")
+
+        pq = None
+        if "hot" in p.tiers or "warm" in p.tiers:
+            pq = prepare(self.ctx, q, needs_vector=True)
+            timings["embed_query"] = _ms(t0)
+            if pq.vector is None:
+                degraded.append(f"hot, warm: {pq.vector_error or 'no query vector'}")
+
+        last = p.tiers[-1]
+        pooled: dict[str, tuple[float, float | None, str, str]] = {}
+        for tier in ("hot", "warm"):
+            if tier not in p.tiers or pq is None or pq.vector is None:
+                continue
+            t = time.perf_counter()
+            hits = self._lookup(tier, scope, pq, p, degraded)
+            if hits is None:
+                timings[f"tier_{tier}"] = _ms(t)
+                continue
+            tried.append(tier)
+            for h in hits:
+                pooled.setdefault(h.unit_id, (h.similarity, h.activation, h.via, tier))
+            answer = self._answer(bank_id, scope, hits if tier != last else None, pooled, p)
+            timings[f"tier_{tier}"] = _ms(t)
+            if len(answer) >= self.settings.min_hits or tier == last:
+                results, used = cut_to_budget(answer, p.max_tokens, p.limit, self.ctx.tokens)
+                promote = [r["id"] for r in results] if tier == "warm" else []
+                self._after(bank_id, results, pq, promote)
+                return self._result(results, p, tried, degraded, timings, t0, q, used=used,
+                                    hits={tier: len(hits)})
+
+        t = time.perf_counter()
+        cold_q = q.model_copy(update={"limit": p.limit, "max_tokens": p.max_tokens})
+        res = recall(self.ctx, bank_id, cold_q)
+        timings["tier_cold"] = _ms(t)
+        tried.append("cold")
+        top = [r["id"] for r in res.results[: self.settings.promote_top]]
+        self._after(bank_id, res.results, pq, top)
+        if res.timings_ms is not None:
+            timings = {**res.timings_ms, **timings}
+        timings["total"] = _ms(t0)
+        results = [_compact(r) for r in res.results] if p.compact else res.results
+        return replace(res, results=results, tiers=tried, tier_reason=p.reason,
+                       degraded=degraded + res.degraded,
+                       timings_ms=timings if q.trace else None)
+
+    # -- tiers -------------------------------------------------------------------------------
+    def _lookup(self, tier: str, scope: CallerScope, pq, p: Plan, degraded: list[str]):
+        """The tier's hits, or None when it cannot run (reason appended to ``degraded``)."""
+        if tier == "hot":
+            if self.hot is None:
+                return None
+            why = self.redis_breaker.open_reason()
+            if why:
+                degraded.append(f"hot: {why}")
+                return None
+            try:
+                return self.hot.lookup(scope, pq.vector, threshold=self.settings.hot_threshold,
+                                       limit=max(p.limit, self.settings.min_hits))
+            except Exception as exc:  # redis.RedisError and its kin: tier 1 off for a while
+                reason = f"Redis unavailable ({type(exc).__name__})"
+                self.redis_breaker.trip(reason)
+                log.warning("hot tier: %s: %s", reason, exc)
+                degraded.append(f"hot: {reason}")
+                return None
+        if self.warm is None:
+            return None
+        from rcll.search.query_prep import prepare_query
+        try:
+            with self.ctx.pool.connection() as conn, conn.transaction():
+                conn.execute("SET TRANSACTION READ ONLY")
+                prepare_query(conn, scope, pq, time_window=False, entities=True)
+                return self.warm(conn, scope, pq, threshold=self.settings.warm_threshold,
+                                 limit=max(p.limit, self.settings.min_hits))
+        except Exception as exc:
+            log.warning("warm tier failed: %s", exc)
+            degraded.append(f"warm: {type(exc).__name__}")
+            return None
+
+    def _answer(self, bank_id: str, scope: CallerScope, hits, pooled: dict, p: Plan) -> list[dict]:
+        """Hydrate ``hits`` (or, for the last tier, every hit pooled so far) through the
+        caller scope, best similarity first, rendered like the cold tier's results."""
+        if hits is not None:
+            chosen = [(h.unit_id, (h.similarity, h.activation, h.via, None)) for h in hits]
+        else:
+            chosen = sorted(pooled.items(), key=lambda kv: -kv[1][0])
+        ids = [uid for uid, _ in chosen]
+        where, params = scope.where("u")
+        with self.ctx.pool.connection() as conn, conn.transaction():
+            conn.execute("SET TRANSACTION READ ONLY")
+            if conn.execute("SELECT 1 FROM memory_banks WHERE id = %s",
+                            (bank_id,)).fetchone() is None:
+                raise BankNotFound(f"bank {bank_id!r} does not exist", {"bank_id": bank_id})
+            rows = {}
+            if ids:
+                rows = {str(r["id"]): r for r in conn.execute(
+                    f"""SELECT {UNIT_COLUMNS} FROM memory_units u
+                        LEFT JOIN documents d ON d.id = u.document_id
+                        WHERE u.id = ANY(%(ids)s::uuid[]) AND {where}""",
+                    {**params, "ids": "{" + ",".join(ids) + "}"}).fetchall()}
+        out = []
+        for uid, (sim, act, via, _tier) in chosen:
+            if uid not in rows:
+                continue  # stale cache entry: PostgreSQL no longer serves it to this caller
+            stages = {"similarity": round(float(sim), 6), "via": via}
+            if act is not None:
+                stages["activation"] = round(float(act), 6)
+            r = _render(rows[uid], uid, float(sim), {}, stages)
+            out.append(_compact(r) if p.compact else r)
+        return out
+
+    def _after(self, bank_id: str, results: list[dict], pq, promote: list[str]) -> None:
+        if self.after is None or not results:
+            return
+        # a cold-only plan embeds inside recall(): no cue then, activation and promotion only
+        vector = pq.vector if pq is not None else None
+        try:
+            self.after.submit(bank_id, [r["id"] for r in results], vector, promote)
+        except Exception as exc:  # never fail a recall for bookkeeping
+            log.warning("after-recall submit failed: %s", exc)
+
+    def _check_bank(self, bank_id: str) -> None:
+        with self.ctx.pool.connection() as conn:
+            if conn.execute("SELECT 1 FROM memory_banks WHERE id = %s",
+                            (bank_id,)).fetchone() is None:
+                raise BankNotFound(f"bank {bank_id!r} does not exist", {"bank_id": bank_id})
+
+    def _result(self, results, p: Plan, tried, degraded, timings, t0, q, *, used: int = 0,
+                mode: str = "C", hits: dict | None = None) -> RecallResult:
+        timings["total"] = _ms(t0)
+        counts = {**{f"{k}_hits": v for k, v in (hits or {}).items()}, "returned": len(results)}
+        return RecallResult(results=results, mode=mode, channels=[], dense_available=mode == "C",
+                            reranked=False, tokens_used=used, counts=counts, degraded=degraded,
+                            timings_ms=timings if q.trace else None, recipe=None,
+                            tiers=tried, tier_reason=p.reason)
+
+
+def _compact(r: dict) -> dict:
+    out = {k: r[k] for k in COMPACT_FIELDS if k in r}
+    out["scores"] = {"final": r.get("scores", {}).get("final")}
+    return out
+
+
+def _ms(t0: float) -> float:
+    return round((time.perf_counter() - t0) * 1000, 2)

@@ -1,0 +1,82 @@
+"""Which tiers a recall runs, how many results it returns and how they are rendered.
+
+The token-budget-adaptive policy of spec §5, applied when the caller says how much context
+it has left (``context_tokens_left``, in tokens):
+
+=====================  ==========================  =======  ==========
+context left           tiers                       top      rendering
+=====================  ==========================  =======  ==========
+< 500                  none (recall skipped)       0        —
+< 2,000                hot                         3        compact
+< 8,000                hot, warm                   5        full
+otherwise              hot, warm, cold (+ 1-hop)   10       full
+=====================  ==========================  =======  ==========
+
+Without ``context_tokens_left`` the whole cascade runs with the request's own ``limit``.
+A request that names a ``recipe`` or asks for ``include_superseded`` runs the cold tier
+only: the hot and warm tiers are caches of what the default pipeline returns for live units.
+The returned texts never exceed the context left (``max_tokens`` is capped by it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rcll.search.models import TIERS, RecallQuery
+
+# spec §5 "Token-budget-adaptive policy" thresholds (tokens of context left)
+SKIP_BELOW = 500
+HOT_ONLY_BELOW = 2_000
+HOT_WARM_BELOW = 8_000
+
+
+@dataclass(frozen=True)
+class Plan:
+    """``tiers``: the tiers to try, in cascade order (empty: recall skipped). ``limit`` and
+    ``max_tokens``: the cut applied to the answer. ``compact``: render each result with
+    only ``id``, ``text``, ``kind``, ``layer``, ``tokens`` and ``scores.final``. ``reason``:
+    why, shown in the response as ``tier_reason``."""
+
+    tiers: tuple[str, ...]
+    limit: int
+    max_tokens: int
+    compact: bool
+    reason: str
+
+
+def plan(q: RecallQuery) -> Plan:
+    """The plan for request ``q`` (see the module table)."""
+    asked = tuple(q.tiers) if q.tiers else TIERS
+    limit_given = "limit" in q.model_fields_set
+    left = q.context_tokens_left
+
+    def cap(top: int) -> int:
+        return min(top, q.limit) if limit_given else top
+
+    if left is None:
+        if q.recipe_name is not None and "cold" in asked and asked != ("cold",):
+            return Plan(("cold",), q.limit, q.max_tokens, False,
+                        f"recipe {q.recipe_name!r} named: the cold tier runs it")
+        if q.include_superseded and "cold" in asked and asked != ("cold",):
+            return Plan(("cold",), q.limit, q.max_tokens, False,
+                        "include_superseded: only the cold tier serves history")
+        why = "tiers asked" if q.tiers else "default cascade"
+        return Plan(asked, q.limit, q.max_tokens, False, why)
+    budget = min(q.max_tokens, left)
+    if left < SKIP_BELOW:
+        return Plan((), 0, 0, True,
+                    f"context_tokens_left {left} < {SKIP_BELOW}: recall skipped")
+    if left < HOT_ONLY_BELOW:
+        tiers, top, compact = ("hot",), 3, True
+        why = f"context_tokens_left {left} < {HOT_ONLY_BELOW}: hot tier only, top 3, compact"
+    elif left < HOT_WARM_BELOW:
+        tiers, top, compact = ("hot", "warm"), 5, False
+        why = f"context_tokens_left {left} < {HOT_WARM_BELOW}: hot and warm tiers, top 5"
+    else:
+        tiers, top, compact = TIERS, 10, False
+        why = f"context_tokens_left {left} ≥ {HOT_WARM_BELOW}: full cascade, top 10"
+    tiers = tuple(t for t in tiers if t in asked)
+    if q.include_superseded:
+        tiers = tuple(t for t in tiers if t == "cold")
+        why += "; include_superseded: cold tier only"
+    return Plan(tiers, cap(top), budget, compact, why)
