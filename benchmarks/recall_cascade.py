@@ -80,7 +80,7 @@ def run(svc, draws, warmup: int, thr: float, args, ks) -> dict:
             req = RecallQuery(**base, **({"tiers": ["cold"]} if arm == "cold" else {}))
             res = cascade.recall(q.bank_id, req)
             if cascade.after is not None:
-                cascade.after.drain(timeout=30)
+                cascade.after.flush(timeout_s=30)
             if i < warmup:
                 continue
             t = res.timings_ms or {}
