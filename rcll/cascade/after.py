@@ -48,7 +48,8 @@ def live_hot_units(conn: Connection, bank_id: str, unit_ids: Sequence[str],
         {"model": model, "bank": bank_id, "ids": list(unit_ids)}).fetchall()
     out = []
     for r in rows:
-        vec = np.asarray(r["embedding"], dtype=np.float32)
+        emb = r["embedding"]  # pgvector's Vector (or a numpy array with older pgvector)
+        vec = np.asarray(emb.to_numpy() if hasattr(emb, "to_numpy") else emb, dtype=np.float32)
         n = float(np.linalg.norm(vec))
         out.append(HotUnit(str(r["id"]), vec / n if n else vec, int(r["layer"]), r["room"],
                            r["hall"], int(r["token_count"] or 0)))
@@ -126,11 +127,12 @@ class AfterRecall:
         if promote_ids:
             missing = self.hot.missing(bank_id, list(promote_ids))
             if missing:
+                read_at = time.time()  # a unit invalidated after this is refused by promote
                 with self.pool.connection() as conn:
                     with conn.transaction():
                         conn.execute("SET TRANSACTION READ ONLY")
                         units = live_hot_units(conn, bank_id, missing, self.model)
-                self.hot.promote(bank_id, units, now=now)
+                self.hot.promote(bank_id, units, now=now, read_at=read_at)
         if returned_ids:
             self.hot.record_use(bank_id, list(returned_ids), query_vector=query_vector, now=now)
 

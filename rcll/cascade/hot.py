@@ -17,10 +17,9 @@ Layout per bank (``{prefix}:{bank_id}:…``; every value binary-safe):
                 one, so no process keeps a cache of the old one)
 ``seq``/``chg`` change counter / sorted set unit id → seq of its last change (added,
                 removed, cue added); ``floor``: changes below it were trimmed from ``chg``
-``dead``        sorted set unit id → time it was invalidated (a late promotion of it by an
-                after-response thread that read PostgreSQL just before is refused for
-                :data:`TOMBSTONE_S`)
-``dropped``     set for :data:`TOMBSTONE_S` after :meth:`HotTier.drop_bank`
+``dead``        sorted set unit id → time it was invalidated: a promotion whose PostgreSQL
+                read began before that is refused (kept :data:`TOMBSTONE_S`)
+``dropped``     time of :meth:`HotTier.drop_bank`, kept :data:`TOMBSTONE_S`, same use
 ==============  ========================================================================
 
 plus the Hebbian keys of :mod:`rcll.cascade.hebbian` and the set ``{prefix}:banks``.
@@ -65,8 +64,10 @@ CUE_DUPLICATE_COSINE = 0.995
 """A retrieving query this close to a cue the unit already holds is not stored again (a
 re-asked question would otherwise fill every cue slot with itself)."""
 TOMBSTONE_S = 60.0
-"""How long an invalidated unit (or a dropped bank) refuses promotion: far longer than the
-after-response thread takes from its PostgreSQL read to its promotion (milliseconds)."""
+"""How long an invalidation (or a bank drop) is remembered to refuse late promotions: a
+promotion is refused when its PostgreSQL read began before the invalidation, and that read
+is milliseconds old when it is promoted; callers that do not say when they read are refused
+for this whole time. Assumes the hosts' clocks agree to well under this."""
 CHANGE_LOG_KEEP = 4096
 """Changes kept in ``chg`` beyond the newest; a process whose cache is older reloads."""
 
@@ -363,24 +364,30 @@ class HotTier:
         return [_s(u) for u in self.r.zrange(self.key(bank_id, "z"), 0, -1)]
 
     # --- writes (after the response) --------------------------------------------------------
-    def promote(self, bank_id: str, units: list[HotUnit], *, now: float | None = None) -> None:
+    def promote(self, bank_id: str, units: list[HotUnit], *, now: float | None = None,
+                read_at: float | None = None) -> None:
         """Put ``units`` (live units of ``bank_id``, read from PostgreSQL by the caller)
-        into tier 1; units already there are left as they are. A unit invalidated in the
-        last :data:`TOMBSTONE_S` seconds, or any unit of a bank dropped as recently, is
-        refused. Over ``capacity``, the units of lowest activation now are evicted."""
+        into tier 1; units already there are left as they are. Over ``capacity``, the
+        units of lowest activation now are evicted.
+
+        ``read_at``: when the caller's PostgreSQL read began (epoch s). A unit invalidated
+        at or after it — or any unit of a bank dropped at or after it — is refused: the data
+        may predate the invalidating commit. Without ``read_at``, a unit invalidated (or a
+        bank dropped) in the last :data:`TOMBSTONE_S` seconds is refused."""
         if not units:
             return
         now = time.time() if now is None else now
+        fence = read_at if read_at is not None else time.time() - TOMBSTONE_S
         units = list({u.unit_id: u for u in units}.values())
         ids = [u.unit_id for u in units]
         k = lambda n: self.key(bank_id, n)  # noqa: E731
         pipe = self.r.pipeline(transaction=False)
-        pipe.exists(k("dropped")).zmscore(k("dead"), ids).zmscore(k("z"), ids)
+        pipe.get(k("dropped")).zmscore(k("dead"), ids).zmscore(k("z"), ids)
         dropped, dead, present = pipe.execute()
-        if dropped:
+        if dropped is not None and float(dropped) >= fence:
             return
         new = [u for u, d, p in zip(units, dead, present, strict=True)
-               if p is None and (d is None or d < now - TOMBSTONE_S)]
+               if p is None and (d is None or d < fence)]
         if not new:
             return
         pipe = self.r.pipeline(transaction=True)
@@ -393,7 +400,7 @@ class HotTier:
             pipe.hsetnx(k("f"), u.unit_id, repr(now))
             pipe.hsetnx(k("n"), u.unit_id, 0)
         pipe.zadd(k("z"), {u.unit_id: 0.0 for u in new})  # B of one use now (see activation)
-        pipe.zremrangebyscore(k("dead"), "-inf", now - TOMBSTONE_S)
+        pipe.zremrangebyscore(k("dead"), "-inf", time.time() - TOMBSTONE_S)
         self._bump_in(pipe, bank_id, [u.unit_id for u in new])
         pipe.execute()
         if self.size(bank_id) > self.capacity:
@@ -500,7 +507,7 @@ class HotTier:
                                                "floor", "dead")]
         keys += [self.key(bank_id, f"{p}:{u}") for u in ids for p in ("t", "c")]
         pipe = self.r.pipeline(transaction=True)
-        pipe.set(self.key(bank_id, "dropped"), 1, ex=int(TOMBSTONE_S))
+        pipe.set(self.key(bank_id, "dropped"), repr(time.time()), ex=int(TOMBSTONE_S))
         for i in range(0, len(keys), 512):
             pipe.delete(*keys[i:i + 512])
         pipe.execute()
