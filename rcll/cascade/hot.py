@@ -44,7 +44,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -74,16 +74,16 @@ CHANGE_LOG_KEEP = 4096
 # Atomically: bump the bank's change counter and stamp the given units with it (inside the
 # caller's MULTI, so data and stamp land together and a reader's snapshot sees both or
 # neither). Trims the change log now and then.
-_BUMP = """
+_BUMP = f"""
 local s = redis.call('INCR', KEYS[1])
 for i = 1, #ARGV do redis.call('ZADD', KEYS[2], s, ARGV[i]) end
 local floor = tonumber(redis.call('GET', KEYS[3]) or '0')
-if s - floor > %d then
-  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', '(' .. (s - %d))
-  redis.call('SET', KEYS[3], s - %d)
+if s - floor > {2 * CHANGE_LOG_KEEP} then
+  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', '(' .. (s - {CHANGE_LOG_KEEP}))
+  redis.call('SET', KEYS[3], s - {CHANGE_LOG_KEEP})
 end
 return s
-""" % (2 * CHANGE_LOG_KEEP, CHANGE_LOG_KEEP, CHANGE_LOG_KEEP)
+"""
 
 
 @dataclass(frozen=True)
@@ -112,35 +112,93 @@ class TierHit:
     via: str                    # "unit" | "cue" (tier 1), "entity" | "lsh" (tier 2)
 
 
-@dataclass
-class _Entry:
-    vector: np.ndarray          # float32 (dim,)
-    layer: int
-    room: str | None
-    hall: str | None
-    tokens: int
-    cues: np.ndarray            # float32 (k, dim), k ≤ cues
+def _grow(arr: np.ndarray, n: int, fill=0) -> np.ndarray:
+    """``arr`` with room for at least ``n`` rows (capacity doubles), new rows ``fill``."""
+    if len(arr) >= n:
+        return arr
+    new = np.full((max(n, 2 * len(arr), 16), *arr.shape[1:]), fill, dtype=arr.dtype)
+    new[: len(arr)] = arr
+    return new
 
 
-@dataclass
-class _Snapshot:
-    """Immutable arrays of one bank's tier, rebuilt after a change."""
-
-    ids: list[str]
-    vectors: np.ndarray         # (n, dim) float32
-    layers: np.ndarray          # (n,) int
-    rooms: np.ndarray           # (n,) object
-    halls: np.ndarray           # (n,) object
-    cues: np.ndarray            # (m, dim) float32
-    cue_owner: np.ndarray       # (m,) int index into ids
-
-
-@dataclass
 class _BankCache:
-    epoch: bytes | None = None
-    seq: int = -1
-    entries: dict[str, _Entry] = field(default_factory=dict)
-    snapshot: _Snapshot | None = None
+    """This process's copy of one bank's tier 1, in slots updated in place: a change to a
+    few units (a new cue, a promotion, an eviction) costs a few row writes, not a rebuild.
+    ``ids[slot]`` is ``None`` for a free slot; cue rows live in one matrix with their owner
+    slot (−1: a free row), so a lookup is two matrix-vector products. Guarded by ``lock``."""
+
+    def __init__(self, epoch: bytes | None = None):
+        self.epoch = epoch
+        self.seq = -1
+        self.lock = threading.Lock()
+        self.dim = 0
+        self.ids: list[str | None] = []
+        self.slot_of: dict[str, int] = {}
+        self.free: list[int] = []
+        self.vectors = np.zeros((0, 0), np.float32)
+        self.alive = np.zeros(0, bool)
+        self.layers = np.zeros(0, np.int16)
+        self.rooms = np.zeros(0, object)
+        self.halls = np.zeros(0, object)
+        self.cue_rows = np.zeros((0, 0), np.float32)
+        self.cue_owner = np.zeros(0, np.intp)
+        self.cue_used = 0  # rows [0, cue_used) hold cues or holes
+        self.cue_free: list[int] = []
+        self.cues_of: dict[int, list[int]] = {}
+
+    def _init_dim(self, dim: int) -> None:
+        if self.dim == 0:
+            self.dim = dim
+            self.vectors = np.zeros((0, dim), np.float32)
+            self.cue_rows = np.zeros((0, dim), np.float32)
+
+    def put(self, uid: str, vec: np.ndarray, layer: int, room, hall, cues: list[np.ndarray]) -> None:
+        self._init_dim(vec.shape[0])
+        slot = self.slot_of.get(uid)
+        if slot is None:
+            slot = self.free.pop() if self.free else len(self.ids)
+            if slot == len(self.ids):
+                self.ids.append(None)
+                n = len(self.ids)
+                self.vectors = _grow(self.vectors, n)
+                self.alive = _grow(self.alive, n, False)
+                self.layers = _grow(self.layers, n)
+                self.rooms = _grow(self.rooms, n, None)
+                self.halls = _grow(self.halls, n, None)
+            self.ids[slot] = uid
+            self.slot_of[uid] = slot
+        self.vectors[slot] = vec
+        self.alive[slot] = True
+        self.layers[slot], self.rooms[slot], self.halls[slot] = layer, room, hall
+        self._set_cues(slot, cues)
+
+    def remove(self, uid: str) -> None:
+        slot = self.slot_of.pop(uid, None)
+        if slot is None:
+            return
+        self.ids[slot] = None
+        self.alive[slot] = False
+        self._set_cues(slot, [])
+        self.free.append(slot)
+
+    def _set_cues(self, slot: int, cues: list[np.ndarray]) -> None:
+        for row in self.cues_of.pop(slot, []):
+            self.cue_owner[row] = -1
+            self.cue_free.append(row)
+        rows = []
+        for c in cues:
+            if self.cue_free:
+                row = self.cue_free.pop()
+            else:
+                row = self.cue_used
+                self.cue_used += 1
+                self.cue_rows = _grow(self.cue_rows, self.cue_used)
+                self.cue_owner = _grow(self.cue_owner, self.cue_used, -1)
+            self.cue_rows[row] = c
+            self.cue_owner[row] = slot
+            rows.append(row)
+        if rows:
+            self.cues_of[slot] = rows
 
 
 def _f16(vec: np.ndarray) -> bytes:
@@ -211,72 +269,86 @@ class HotTier:
         if scope.include_superseded or limit <= 0:
             return []
         now = time.time() if now is None else now
-        snap = self._sync(scope.bank_id)
-        if snap is None or not snap.ids:
-            return []
         q = np.asarray(query_vector, dtype=np.float32).reshape(-1)
         norm = float(np.linalg.norm(q))
-        if norm == 0 or q.shape[0] != snap.vectors.shape[1]:
+        if norm == 0:
             return []
         q = q / norm
-        mask = snap.layers <= scope.layer_cap
-        if scope.room:
-            mask &= snap.rooms == scope.room
-        if scope.hall:
-            mask &= snap.halls == scope.hall
-        sims = snap.vectors @ q
-        cue_best = np.full(len(snap.ids), -np.inf, dtype=np.float32)
-        if len(snap.cue_owner):
-            np.maximum.at(cue_best, snap.cue_owner, snap.cues @ q)
-        best = np.clip(np.maximum(sims, cue_best), -1.0, 1.0)  # float16 storage rounding
-        idx = np.nonzero(mask & (best >= threshold))[0]
-        if not len(idx):
+        cache = self._sync(scope.bank_id)
+        if cache is None:
             return []
-        idx = idx[np.argsort(-best[idx], kind="stable")]
+        with cache.lock:  # the arrays change in place: score under the bank's lock
+            n = len(cache.ids)
+            if not cache.slot_of or q.shape[0] != cache.dim:
+                return []
+            mask = cache.alive[:n] & (cache.layers[:n] <= scope.layer_cap)
+            if scope.room:
+                mask &= cache.rooms[:n] == scope.room
+            if scope.hall:
+                mask &= cache.halls[:n] == scope.hall
+            sims = cache.vectors[:n] @ q
+            cue_best = np.full(n, -np.inf, dtype=np.float32)
+            m = cache.cue_used
+            if m:
+                owner = cache.cue_owner[:m]
+                live = owner >= 0
+                np.maximum.at(cue_best, owner[live], (cache.cue_rows[:m] @ q)[live])
+            best = np.clip(np.maximum(sims, cue_best), -1.0, 1.0)  # float16 storage rounding
+            idx = np.nonzero(mask & (best >= threshold))[0]
+            idx = idx[np.argsort(-best[idx], kind="stable")][: 4 * limit + limit]
+            found = [(cache.ids[i], float(best[i]), "cue" if cue_best[i] > sims[i] else "unit")
+                     for i in idx]
+        if not found:
+            return []
         # activation can move a hit by < ACTIVATION_WEIGHT: score every hit that close to
-        # the limit-th one (bounded), the rest keep their cosine order
-        cut = best[idx[min(limit, len(idx)) - 1]] - ACTIVATION_WEIGHT
-        contenders = [i for i in idx[: 4 * limit] if best[i] >= cut]
-        acts = self._activations(scope.bank_id, [snap.ids[i] for i in contenders], now)
-        def rank(i: int) -> float:
-            b = acts.get(snap.ids[i])
-            return -(float(best[i]) + ACTIVATION_WEIGHT * (_sigmoid(b) if b is not None else 0.0))
+        # the limit-th one (at most 4 × limit), the rest keep their cosine order
+        cut = found[min(limit, len(found)) - 1][1] - ACTIVATION_WEIGHT
+        contenders = [f for f in found[: 4 * limit] if f[1] >= cut]
+        acts = self._activations(scope.bank_id, [f[0] for f in contenders], now)
+
+        def rank(f: tuple[str, float, str]) -> float:
+            b = acts.get(f[0])
+            return -(f[1] + ACTIVATION_WEIGHT * (_sigmoid(b) if b is not None else 0.0))
 
         ranked = sorted(contenders, key=rank)
-        rest = [i for i in idx if best[i] < cut][: max(0, limit - len(ranked))]
-        out = []
-        for i in [*ranked, *rest][:limit]:
-            uid = snap.ids[i]
-            out.append(TierHit(uid, float(best[i]), acts.get(uid),
-                               "cue" if cue_best[i] > sims[i] else "unit"))
-        return out
+        rest = [f for f in found if f[1] < cut][: max(0, limit - len(ranked))]
+        return [TierHit(uid, sim, acts.get(uid), via) for uid, sim, via in [*ranked, *rest][:limit]]
 
-    def _sync(self, bank_id: str) -> _Snapshot | None:
-        """Bring this process's copy of ``bank_id``'s tier up to date; its snapshot."""
+    def _sync(self, bank_id: str) -> _BankCache | None:
+        """Bring this process's copy of ``bank_id``'s tier up to date (the changes since
+        the copy's ``seq``, or everything when the copy is too old or of another epoch);
+        ``None`` when the bank has no tier 1."""
+        k = lambda n: self.key(bank_id, n)  # noqa: E731
         with self._lock:
-            cache = self._cache.get(bank_id) or _BankCache()
-            k = lambda n: self.key(bank_id, n)  # noqa: E731
+            cache = self._cache.get(bank_id)
+            if cache is None:
+                cache = self._cache[bank_id] = _BankCache()
+        with cache.lock:
             pipe = self.r.pipeline(transaction=True)
             pipe.get(k("epoch")).get(k("seq")).get(k("floor"))
             pipe.zrangebyscore(k("chg"), f"({cache.seq}", "+inf", withscores=True)
             epoch, seq, floor, changed = pipe.execute()
-            seq = int(seq or 0)
             if epoch is None:
-                self._cache[bank_id] = _BankCache()
-                return None
-            if epoch != cache.epoch or int(floor or 0) > cache.seq:
-                cache = _BankCache(epoch=epoch)
-                ids = [_s(u) for u in self.r.zrange(k("z"), 0, -1)]
+                fresh = None
+            elif epoch != cache.epoch or int(floor or 0) > cache.seq:
+                fresh = _BankCache(epoch)
+                with fresh.lock:
+                    self._load(bank_id, fresh, [_s(u) for u in self.r.zrange(k("z"), 0, -1)])
+                    fresh.seq = int(seq or 0)
             else:
-                ids = [_s(u) for u, _ in changed]
-            if ids or cache.snapshot is None:
-                self._load(bank_id, cache, ids)
-                cache.snapshot = self._build(cache)
-            cache.seq = seq
-            self._cache[bank_id] = cache
-            return cache.snapshot
+                self._load(bank_id, cache, [_s(u) for u, _ in changed])
+                cache.seq = int(seq or 0)
+                return cache
+        with self._lock:
+            if fresh is None:
+                self._cache.pop(bank_id, None)
+            else:
+                self._cache[bank_id] = fresh
+        return fresh
 
     def _load(self, bank_id: str, cache: _BankCache, ids: list[str]) -> None:
+        """Read ``ids``' vectors, scope fields and cues into ``cache`` (its lock held);
+        ids no longer in Redis are removed."""
         if not ids:
             return
         pipe = self.r.pipeline(transaction=False)
@@ -286,31 +358,10 @@ class HotTier:
         vecs, metas, *cues = pipe.execute()
         for u, v, m, c in zip(ids, vecs, metas, cues, strict=True):
             if v is None or m is None:
-                cache.entries.pop(u, None)
+                cache.remove(u)
                 continue
-            layer, room, hall, tokens = json.loads(m)
-            vec = _from_f16(v)
-            cue_arr = (np.stack([_from_f16(x) for x in c]) if c
-                       else np.zeros((0, vec.shape[0]), dtype=np.float32))
-            cache.entries[u] = _Entry(vec, int(layer), room, hall, int(tokens or 0), cue_arr)
-
-    @staticmethod
-    def _build(cache: _BankCache) -> _Snapshot:
-        ids = list(cache.entries)
-        es = [cache.entries[u] for u in ids]
-        dim = es[0].vector.shape[0] if es else 0
-        cue_parts = [e.cues for e in es if len(e.cues)]
-        return _Snapshot(
-            ids=ids,
-            vectors=(np.stack([e.vector for e in es]) if es
-                     else np.zeros((0, dim), dtype=np.float32)),
-            layers=np.array([e.layer for e in es], dtype=np.int16),
-            rooms=np.array([e.room for e in es], dtype=object),
-            halls=np.array([e.hall for e in es], dtype=object),
-            cues=(np.concatenate(cue_parts) if cue_parts
-                  else np.zeros((0, dim), dtype=np.float32)),
-            cue_owner=np.array([i for i, e in enumerate(es) for _ in range(len(e.cues))],
-                               dtype=np.intp))
+            layer, room, hall, _tokens = json.loads(m)
+            cache.put(u, _from_f16(v), int(layer), room, hall, [_from_f16(x) for x in c])
 
     # --- activation -------------------------------------------------------------------------
     def _histories(self, bank_id: str, ids: list[str]) -> list[tuple[list[float], int, float] | None]:
@@ -514,4 +565,4 @@ class HotTier:
         hebbian.drop_bank(self.r, self.prefix, bank_id)
         self.r.srem(self.banks_key, bank_id)
         with self._lock:
-            self._cache.pop(bank_id, None)
+            self._cache.pop(bank_id, None)  # other processes see the epoch gone

@@ -1,6 +1,7 @@
 """Tier 1 (hot) against a real Redis: promotion and eviction at capacity, scope filtering,
 cues, activation updates, invalidation, dropping a bank, Hebbian co-recall and its decay."""
 
+import time
 import uuid
 
 import numpy as np
@@ -206,3 +207,34 @@ def test_hebbian_co_recall_capped_decayed_pruned(hot):
     assert dict(hebbian.partners(r, p, "b", "a")) == {"b": pytest.approx(0.09375)}
     assert hebbian.partners(r, p, "b", "x0") == []
     assert not r.sismember(f"{p}:b:hebk", "x0")
+
+
+def test_incremental_cache_matches_a_fresh_load(hot, settings):
+    """A long-lived process copy, updated from the change log after every step (slots and
+    cue rows reused), answers exactly like a copy loaded from scratch."""
+    hot.capacity = 12
+    V = vecs(40, 21)
+    Q = vecs(30, 22)
+    rng = np.random.default_rng(5)
+    reader = HotTier(make_redis(settings.redis_url), capacity=12, prefix=hot.prefix)
+    t = T0
+    for step in range(60):
+        t += 5
+        op = rng.integers(3)
+        if op == 0:
+            picks = rng.choice(40, 3, replace=False)
+            hot.promote("b", [unit(int(i), V[i], layer=int(i) % 3) for i in picks], now=t,
+                        read_at=time.time())
+        elif op == 1 and hot.size("b"):
+            members = hot.members("b")
+            hot.record_use("b", list(rng.choice(members, min(2, len(members)), replace=False)),
+                           query_vector=Q[rng.integers(30)], now=t)
+        elif hot.size("b"):
+            hot.invalidate("b", [hot.members("b")[0]])
+        q = Q[rng.integers(30)] if step % 2 else V[rng.integers(40)]
+        got = reader.lookup(CallerScope("b"), q, threshold=0.1, limit=40, now=t)
+        fresh = HotTier(make_redis(settings.redis_url), capacity=12, prefix=hot.prefix)
+        want = fresh.lookup(CallerScope("b"), q, threshold=0.1, limit=40, now=t)
+        assert [(h.unit_id, h.via, round(h.similarity, 5)) for h in got] == \
+            [(h.unit_id, h.via, round(h.similarity, 5)) for h in want], step
+    assert hot.size("b") <= 12
