@@ -68,10 +68,14 @@ class Services:
 
     @cached_property
     def hot_tier(self):
-        """Tier 1 (:class:`rcll.cascade.hot.HotTier`), ``hot_capacity`` units per bank."""
+        """Tier 1 (:class:`rcll.cascade.hot.HotTier`), ``hot_capacity`` units per bank. Its
+        keys are under ``rcll:hot:<input stamp of the embedder>``: vectors of another model
+        or embed-input version are never compared with this one's queries."""
         from rcll.cascade.hot import HotTier
+        from rcll.models.embedder import input_stamp
 
-        return HotTier(self.redis, capacity=self.settings.hot_capacity)
+        return HotTier(self.redis, capacity=self.settings.hot_capacity,
+                       prefix=f"rcll:hot:{input_stamp(self.settings.embedder_model)}")
 
     @cached_property
     def after_recall(self):

@@ -24,6 +24,7 @@ from psycopg import Connection
 from psycopg_pool import ConnectionPool
 
 from rcll.cascade.hot import HotTier, HotUnit
+from rcll.models.embedder import input_stamp
 
 log = logging.getLogger(__name__)
 
@@ -35,17 +36,19 @@ about a millisecond, so a full queue means Redis or PostgreSQL is stuck, not bus
 def live_hot_units(conn: Connection, bank_id: str, unit_ids: Sequence[str],
                    model: str) -> list[HotUnit]:
     """The live units (not superseded, not invalidated) among ``unit_ids`` of ``bank_id``
-    that have a ``model`` embedding, as :class:`HotUnit` (vector float32 unit-norm). A
-    SELECT only."""
+    that have a ``model`` embedding of the current input stamp, as :class:`HotUnit`
+    (vector float32 unit-norm). A SELECT only."""
     if not unit_ids:
         return []
     rows = conn.execute(
         """SELECT u.id, u.layer, u.room, u.hall, u.token_count, e.embedding
            FROM memory_units u JOIN memory_embeddings e
              ON e.unit_id = u.id AND e.model = %(model)s AND e.bank_id = u.bank_id
+            AND e.input_stamp = %(stamp)s
            WHERE u.bank_id = %(bank)s AND u.id = ANY(%(ids)s::uuid[])
              AND u.superseded_by_id IS NULL AND u.invalidated_reason IS NULL""",
-        {"model": model, "bank": bank_id, "ids": list(unit_ids)}).fetchall()
+        {"model": model, "stamp": input_stamp(model), "bank": bank_id,
+         "ids": list(unit_ids)}).fetchall()
     out = []
     for r in rows:
         emb = r["embedding"]  # pgvector's Vector (or a numpy array with older pgvector)

@@ -115,12 +115,12 @@ def test_activation_off_writes_nothing_to_redis(services, settings, bank):
         assert off.settings.activation is False
         units = _ids_and_vectors(services, bank)
         ids = [units[f][0] for f in FACTS[:3]]
-        before = sorted(services.redis.scan_iter("rcll:hot:*"))
+        before = sorted(services.redis.scan_iter("rcll:hot*"))
         q = np.asarray(units[FACTS[0]][1], np.float32)
         assert off.after_recall.submit("after-recall-off", ids, q, ids) is False
         assert off.after_recall.flush(5)
         assert off.after_recall.stats()["submitted"] == 0
-        assert sorted(services.redis.scan_iter("rcll:hot:*")) == before
+        assert sorted(services.redis.scan_iter("rcll:hot*")) == before
         assert services.redis.exists(off.hot_tier.key("after-recall-off", "z")) == 0
     finally:
         off.close()
