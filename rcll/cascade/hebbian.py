@@ -3,8 +3,8 @@ recall strengthen a pairwise weight ("cells that fire together wire together", H
 in Redis, per bank. The weights are decayed and pruned by a beat task
 (:func:`decay_all`, scheduled by ``workers``).
 
-Keys: ``{prefix}:{bank}:heb:{unit}`` a sorted set partner id → weight (symmetric: both
-directions are written), ``{prefix}:{bank}:hebk`` the set of units that have one.
+Keys: ``{prefix}:{<bank>}:heb:{unit}`` a sorted set partner id → weight (symmetric: both
+directions are written), ``{prefix}:{<bank>}:hebk`` the set of units that have one.
 
 Constants (no measurement behind them yet; they bound memory and make one recall's
 contribution independent of its length):
@@ -36,7 +36,7 @@ PRUNE_BELOW = 0.05
 
 
 def _key(prefix: str, bank_id: str, name: str) -> str:
-    return f"{prefix}:{bank_id}:{name}"
+    return f"{prefix}:{{{bank_id}}}:{name}"  # as rcll.cascade.hot.HotTier.key
 
 
 def _s(b: bytes | str) -> str:

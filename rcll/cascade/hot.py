@@ -1,7 +1,7 @@
 """Tier 1 — hot: per bank, in Redis, the currently active units with their ACT-R activation
 (spec §5, issue 8). A lookup scores them without PostgreSQL.
 
-Layout per bank (``{prefix}:{bank_id}:…``; every value binary-safe):
+Layout per bank (``{prefix}:{<bank_id>}:…``, the bank id in braces; values binary-safe):
 
 ==============  ========================================================================
 ``z``           sorted set unit id → base-level activation B when last updated; the
@@ -43,6 +43,7 @@ import math
 import threading
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -68,6 +69,9 @@ TOMBSTONE_S = 60.0
 promotion is refused when its PostgreSQL read began before the invalidation, and that read
 is milliseconds old when it is promoted; callers that do not say when they read are refused
 for this whole time. Assumes the hosts' clocks agree to well under this."""
+MAX_CACHED_BANKS = 64
+"""Banks whose vectors one process keeps in memory (least recently looked up dropped; at
+most capacity × dim × 4 bytes × (1 + cues) each, 3.9 MB at 512 × 384 × 5)."""
 CHANGE_LOG_KEEP = 4096
 """Changes kept in ``chg`` beyond the newest; a process whose cache is older reloads."""
 
@@ -240,12 +244,14 @@ class HotTier:
         self.prefix = prefix
         self._bump = self.r.register_script(_BUMP)
         self._lock = threading.Lock()
-        self._cache: dict[str, _BankCache] = {}
+        self._cache: OrderedDict[str, _BankCache] = OrderedDict()
 
     # --- keys -------------------------------------------------------------------------------
     def key(self, bank_id: str, name: str) -> str:
-        """The Redis key ``name`` of ``bank_id`` (``{prefix}:{bank_id}:{name}``)."""
-        return f"{self.prefix}:{bank_id}:{name}"
+        """The Redis key ``name`` of ``bank_id``: ``{prefix}:{<bank_id>}:{name}`` — the bank
+        id in braces (bank ids never hold them), so bank ``a`` and bank ``a:b`` never share
+        a key or a key pattern."""
+        return f"{self.prefix}:{{{bank_id}}}:{name}"
 
     @property
     def banks_key(self) -> str:
@@ -323,6 +329,9 @@ class HotTier:
             cache = self._cache.get(bank_id)
             if cache is None:
                 cache = self._cache[bank_id] = _BankCache()
+                while len(self._cache) > MAX_CACHED_BANKS:
+                    self._cache.popitem(last=False)
+            self._cache.move_to_end(bank_id)
         with cache.lock:
             pipe = self.r.pipeline(transaction=True)
             pipe.get(k("epoch")).get(k("seq")).get(k("floor"))
@@ -553,12 +562,13 @@ class HotTier:
         deleted bank); promotions into it are refused for :data:`TOMBSTONE_S`."""
         from rcll.cascade import hebbian
 
-        ids = self.members(bank_id)
-        keys = [self.key(bank_id, n) for n in ("z", "v", "m", "n", "f", "epoch", "seq", "chg",
-                                               "floor", "dead")]
-        keys += [self.key(bank_id, f"{p}:{u}") for u in ids for p in ("t", "c")]
+        # every key of the bank (SCAN, so keys a racing update re-created for a unit just
+        # evicted go too); the glob characters of the bank id escaped
+        pattern = self.key(bank_id, "").translate({ord(c): "\\" + c for c in "*?[]\\"}) + "*"
+        keys = [k for k in self.r.scan_iter(match=pattern, count=1000)]
         pipe = self.r.pipeline(transaction=True)
         pipe.set(self.key(bank_id, "dropped"), repr(time.time()), ex=int(TOMBSTONE_S))
+        keys = [k for k in keys if _s(k) != self.key(bank_id, "dropped")]
         for i in range(0, len(keys), 512):
             pipe.delete(*keys[i:i + 512])
         pipe.execute()

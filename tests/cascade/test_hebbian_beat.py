@@ -37,6 +37,6 @@ def test_beat_task_decays_and_prunes_co_recall_weights(services, settings, worke
     while time.monotonic() < deadline and hebbian.partners(r, prefix, bank, "x0"):
         time.sleep(0.2)
     assert hebbian.partners(r, prefix, bank, "x0") == []
-    assert not r.sismember(f"{prefix}:{bank}:hebk", "x0")
+    assert not r.sismember(services.hot_tier.key(bank, "hebk"), "x0")
     assert dict(hebbian.partners(r, prefix, bank, "a"))["b"] == pytest.approx(
         0.25, rel=1e-3)

@@ -109,7 +109,7 @@ def test_deleted_bank_leaves_tier_1(client, services):
     assert client.delete(f"/v1/default/banks/{bank}").status_code == 200
     assert _hot_ids(services, bank, vec) == []
     r = services.redis
-    assert [k for k in r.scan_iter(f"{services.hot_tier.prefix}:{bank}:*")
+    assert [k for k in r.scan_iter(services.hot_tier.key(bank, "*"))
             if not k.endswith(b":dropped")] == []
     # a re-created bank starts with an empty tier 1 too
     _retain(client, bank, [{"content": "Lia: the staging cluster is in Frankfurt.",

@@ -162,11 +162,13 @@ def test_invalidate_and_drop_bank(hot, settings):
     # another process's cached copy sees the removal too
     other = HotTier(make_redis(settings.redis_url), capacity=4, prefix=hot.prefix)
     assert [h.unit_id for h in other.lookup(CallerScope("b"), V[1], threshold=0.9, limit=5)] == ["u1"]
+    hot.promote("b:x", [unit(9, V[1])], now=T0)  # a bank whose id extends "b"
     hot.drop_bank("b")
     assert hot.size("b") == 0
+    assert hot.members("b:x") == ["u9"]
     assert hot.lookup(CallerScope("b"), V[1], threshold=0.0, limit=5) == []
     assert other.lookup(CallerScope("b"), V[1], threshold=0.0, limit=5) == []
-    leftover = [k for k in hot.r.scan_iter(f"{hot.prefix}:b:*") if not k.endswith(b":dropped")]
+    leftover = [k for k in hot.r.scan_iter(hot.key("b", "*")) if not k.endswith(b":dropped")]
     assert leftover == []
 
 
@@ -206,7 +208,7 @@ def test_hebbian_co_recall_capped_decayed_pruned(hot):
     assert out["factor"] == pytest.approx(0.125)  # the elapsed time since the last run
     assert dict(hebbian.partners(r, p, "b", "a")) == {"b": pytest.approx(0.09375)}
     assert hebbian.partners(r, p, "b", "x0") == []
-    assert not r.sismember(f"{p}:b:hebk", "x0")
+    assert not r.sismember(hot.key("b", "hebk"), "x0")
 
 
 def test_incremental_cache_matches_a_fresh_load(hot, settings):
