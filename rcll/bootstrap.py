@@ -64,6 +64,34 @@ class Services:
         return RerankerHandle(s.reranker_model, allow_untrained=s.reranker_allow_untrained)
 
     @cached_property
+    def redis(self):
+        """The cascade's Redis client (:func:`rcll.cascade.redis_client.make_redis` on
+        ``redis_url``); connects lazily."""
+        from rcll.cascade.redis_client import make_redis
+
+        return make_redis(self.settings.redis_url)
+
+    @cached_property
+    def hot_tier(self):
+        """Tier 1 (:class:`rcll.cascade.hot.HotTier`), ``hot_capacity`` units per bank. Its
+        keys are under ``rcll:hot:<input stamp of the embedder>``: vectors of another model
+        or embed-input version are never compared with this one's queries."""
+        from rcll.cascade.hot import HotTier
+        from rcll.models.embedder import input_stamp
+
+        return HotTier(self.redis, capacity=self.settings.hot_capacity,
+                       prefix=f"rcll:hot:{input_stamp(self.settings.embedder_model)}")
+
+    @cached_property
+    def after_recall(self):
+        """The after-response worker (:class:`rcll.cascade.after.AfterRecall`) over the read
+        pool; a no-op when ``activation`` is off."""
+        from rcll.cascade.after import AfterRecall
+
+        return AfterRecall(self.hot_tier, self.read_pool, self.settings.embedder_model,
+                           enabled=self.settings.activation)
+
+    @cached_property
     def tokens(self) -> TokenCounter:
         return TokenCounter(self.settings.embedder_model)
 
@@ -105,7 +133,8 @@ class Services:
                              semantic_link_top_k=self.settings.semantic_link_top_k,
                              semantic_link_min_cosine=self.settings.semantic_link_min_cosine,
                              llm=self.llm,
-                             extract_recent_facts=self.settings.extract_recent_facts)
+                             extract_recent_facts=self.settings.extract_recent_facts,
+                             hot=self.hot_tier)
 
     def retain_service(self, enqueue: Callable[[str, str], None]) -> RetainService:
         """The retain service over this process's pool, sending stages with ``enqueue``."""

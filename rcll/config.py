@@ -140,6 +140,17 @@ class Settings(BaseSettings):
         False, description="TIMING ONLY: use a cross-encoder whose scoring head is untrained "
         "(e.g. all-MiniLM-L6-v2 weights) anyway; its scores mean nothing. For "
         "benchmarks/rerank_latency.py and tests, never in service.")
+    activation: bool = Field(
+        True, description="RCLL_ACTIVATION=on|off: the after-response updates of the recall "
+        "cascade (promotion into tier 1, ACT-R activation, Hebbian co-recall; Redis only). "
+        "off for a read-only deployment: recall then writes nothing anywhere.")
+    hot_capacity: int = Field(
+        512, ge=1, description="RCLL_HOT_CAPACITY: most units per bank in tier 1 (hot, "
+        "Redis); the lowest ACT-R activation is evicted (benchmarks/hot_tier.py).")
+    hebbian_decay_interval_s: float = Field(
+        3600, gt=0, description="How often beat decays and prunes the Hebbian co-recall "
+        "weights (rcll.cascade.hebbian).")
+
     @field_validator("recall_recipe")
     @classmethod
     def _known_recipe(cls, v: str) -> str:

@@ -10,6 +10,7 @@ from rcll.config import Settings, get_settings
 from workers.queues import (
     CLOSET_CHECK_TASK,
     DEDUP_SWEEP_TASK,
+    HEBBIAN_DECAY_TASK,
     ROUTES,
     SWEEP_TASK,
     VECTOR_INDEX_TASK,
@@ -53,7 +54,9 @@ def make_celery(settings: Settings | None = None) -> Celery:
             "dedup-sweep": _every(DEDUP_SWEEP_TASK, s.dedup_scan_interval_s,
                                   QueueNames.CONSOLIDATE),
             "closet-check": _every(CLOSET_CHECK_TASK, s.closet_check_interval_s,
-                                   QueueNames.CONSOLIDATE)},
+                                   QueueNames.CONSOLIDATE),
+            "hebbian-decay": _every(HEBBIAN_DECAY_TASK, s.hebbian_decay_interval_s,
+                                    QueueNames.MAINTENANCE)},
         worker_hijack_root_logger=False,
     )
     return app

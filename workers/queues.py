@@ -18,6 +18,7 @@ DEDUP_SWEEP_TASK = "consolidate.dedup_sweep"  # beat: enqueue dedup scans of ban
 DEDUP_SCAN_TASK = "consolidate.dedup_scan"  # one bank's dedup scan (args: [bank_id])
 CLOSETS_TASK = "consolidate.closets"  # one closets job (POST …/closets or the beat check)
 CLOSET_CHECK_TASK = "consolidate.closet_check"  # groups past closet_min_units, scheduled by beat
+HEBBIAN_DECAY_TASK = "maintenance.hebbian_decay"  # beat: decay and prune co-recall weights
 
 
 def _routes() -> dict[str, dict[str, str]]:
@@ -29,7 +30,8 @@ def _routes() -> dict[str, dict[str, str]]:
             DEDUP_SWEEP_TASK: {"queue": QueueNames.CONSOLIDATE},
             DEDUP_SCAN_TASK: {"queue": QueueNames.CONSOLIDATE},
             CLOSETS_TASK: {"queue": QueueNames.CONSOLIDATE},
-            CLOSET_CHECK_TASK: {"queue": QueueNames.CONSOLIDATE}}
+            CLOSET_CHECK_TASK: {"queue": QueueNames.CONSOLIDATE},
+            HEBBIAN_DECAY_TASK: {"queue": QueueNames.MAINTENANCE}}
 
 
 ROUTES = _routes()

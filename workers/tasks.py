@@ -23,6 +23,7 @@ from workers.queues import (
     CLOSETS_TASK,
     DEDUP_SCAN_TASK,
     DEDUP_SWEEP_TASK,
+    HEBBIAN_DECAY_TASK,
     SWEEP_TASK,
     VECTOR_INDEX_TASK,
     QueueNames,
@@ -173,3 +174,23 @@ def closet_check_task() -> int:
         app.send_task(CLOSETS_TASK, args=[job_id], queue=QueueNames.CONSOLIDATE)
 
     return len(closets.enqueue_due(svc.pool, s.llm_provider != "none", s.closet_min_units, send))
+
+
+@app.task(name=HEBBIAN_DECAY_TASK, ignore_result=True)
+def hebbian_decay_task() -> dict:
+    """Beat-scheduled (queue ``maintenance``): decay and prune the Hebbian co-recall weights
+    of every bank (:func:`rcll.cascade.hebbian.decay_all`); nothing when activation is off.
+    Redis down: logged, the next run decays by the whole elapsed time."""
+    import redis
+
+    from rcll.cascade import hebbian
+
+    svc = services()
+    if not svc.settings.activation:
+        return {}
+    try:
+        return hebbian.decay_all(svc.redis, svc.hot_tier.prefix,
+                                 svc.settings.hebbian_decay_interval_s)
+    except redis.RedisError as exc:
+        log.warning("hebbian decay skipped, Redis unavailable: %s", exc)
+        return {}

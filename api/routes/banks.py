@@ -7,6 +7,7 @@ from flask import Blueprint, jsonify
 from api.deps import services
 from api.paging import page_body, page_params
 from api.schemas import check_bank_id
+from rcll.cascade import invalidation
 from rcll.store import banks
 
 bp = Blueprint("banks", __name__)
@@ -27,6 +28,8 @@ def list_banks():
 @bp.delete("/v1/default/banks/<bank_id>")
 def delete_bank(bank_id: str):
     check_bank_id(bank_id)
-    with services().pool.connection() as conn:
+    svc = services()
+    with svc.pool.connection() as conn:
         banks.delete(conn, bank_id)
+    invalidation.bank_dropped(svc.hot_tier, bank_id)  # committed: the cascade forgets it
     return jsonify({"success": True, "bank_id": bank_id})

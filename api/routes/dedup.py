@@ -9,6 +9,7 @@ from api.deps import json_body, services
 from api.errors import APIError
 from api.paging import page_body, page_params
 from api.schemas import check_bank_id
+from rcll.cascade import invalidation
 from rcll.consolidate.dedup import DedupSettings, scan_bank
 from rcll.store import banks, dedup
 
@@ -61,7 +62,10 @@ def decide(bank_id: str, proposal_id: str):
     """Decide one open proposal; 409 ``dedup_proposal_decided`` with its state if decided."""
     check_bank_id(bank_id)
     body = DecideRequest.model_validate(json_body())
-    with services().pool.connection() as conn:
+    svc = services()
+    with svc.pool.connection() as conn:
         out = dedup.decide(conn, bank_id, proposal_id, body.action, body.keep_unit_id,
                            body.decided_by)
+    merged = [u["id"] for u in (out["unit_a"], out["unit_b"]) if u["superseded_by_id"]]
+    invalidation.units_left(svc.hot_tier, bank_id, merged)  # committed: leaves tier 1
     return jsonify(out)

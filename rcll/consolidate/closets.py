@@ -17,6 +17,7 @@ import hashlib
 import logging
 from collections.abc import Callable
 
+from rcll.cascade import invalidation
 from rcll.llm.client import LLMError
 from rcll.llm.prompts import summarize_closet
 from rcll.retain.pipeline import RetainContext, embed_missing
@@ -109,6 +110,8 @@ def run_closets(ctx: RetainContext, job_id: str, max_units: int = 40) -> None:
                            prompt_version=summarize_closet.VERSION, source_unit_ids=sources,
                            job_id=job_id)
             facts.add_usage(conn, job_id, result.usage)
+        if previous:  # committed: the closet it replaces leaves tier 1
+            invalidation.units_left(getattr(ctx, "hot", None), bank, [previous])
         counts["closets_created"] += 1
     warnings = []
     if ctx.embedder.get() is not None:

@@ -25,6 +25,7 @@ import logging
 import re
 from datetime import UTC, datetime
 
+from rcll.cascade import invalidation
 from rcll.llm.client import LLMError, LLMUnavailable
 from rcll.llm.prompts import extract_facts
 from rcll.retain.pipeline import RetainContext
@@ -125,9 +126,11 @@ def _item_index(items: list[dict]) -> dict[str, int]:
 
 
 def store_facts(conn, chunk: dict, job_id: str, reply: extract_facts.ExtractionReply,
-                earlier: dict[str, str]) -> int:
+                earlier: dict[str, str], superseded: list[str] | None = None) -> int:
     """Write one chunk's facts and links (inside the caller's transaction); returns how many
-    fact units were new. ``earlier``: short id → unit id of the facts shown in the prompt."""
+    fact units were new. ``earlier``: short id → unit id of the facts shown in the prompt.
+    ``superseded``, when given, receives the ids of the earlier facts superseded here (the
+    caller removes them from the cascade's tier 1 after the commit)."""
     bank = chunk["bank_id"]
     ids: list[str] = []
     created = 0
@@ -161,6 +164,8 @@ def store_facts(conn, chunk: dict, job_id: str, reply: extract_facts.ExtractionR
             old = earlier.get(sid.strip())
             if old:
                 facts.supersede(conn, ids[i], old, bank)
+                if superseded is not None:
+                    superseded.append(old)
     return created
 
 
@@ -217,11 +222,14 @@ def run_extract(ctx: RetainContext, job_id: str) -> dict | None:
             log.warning("job %s: extraction of unit %s failed: %s", job_id, chunk["id"], exc)
             continue
         unavailable_in_row = 0
+        superseded: list[str] = []
         with ctx.pool.connection() as conn, conn.transaction():
             if jobs.lock_for_work(conn, job_id) is None:
                 return None
-            counts["facts_created"] += store_facts(conn, chunk, job_id, result.parsed, earlier)
+            counts["facts_created"] += store_facts(conn, chunk, job_id, result.parsed, earlier,
+                                                   superseded)
             facts.add_usage(conn, job_id, result.usage)
+        invalidation.units_left(getattr(ctx, "hot", None), chunk["bank_id"], superseded)
         counts["chunks_extracted"] += 1
         if n % PROGRESS_EVERY == 0:
             with ctx.pool.connection() as conn:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import psycopg
 from psycopg_pool import ConnectionPool
 
+from rcll.cascade import invalidation
 from rcll.db import is_transient
 from rcll.hierarchy.classifier import Classifier
 from rcll.models.embedder import EmbedderHandle, input_stamp
@@ -47,6 +48,7 @@ class RetainContext:
     semantic_link_min_cosine: float = 0.60
     llm: object | None = None  # rcll.llm.client.LLMClient; None in chunk mode
     extract_recent_facts: int = 20
+    hot: object | None = None  # rcll.cascade.hot.HotTier: invalidated after commits; or None
 
 
 def drafts_for(item: RetainItem, ctx: RetainContext) -> list[UnitDraft]:
@@ -94,6 +96,8 @@ def store_item(ctx: RetainContext, bank_id: str, job_id: str, item: RetainItem,
     """Apply one item (item ``index`` of the job) as its document's version, in one
     transaction that first locks the job row (:func:`rcll.store.jobs.lock_for_work`).
 
+    After the commit, the units the version replaced or re-scoped leave tier 1
+    (:func:`rcll.cascade.invalidation.units_left`, best effort).
     Raises :class:`JobGone` when the job or its bank is gone; database errors propagate
     (the caller tells outages from bad data with :func:`rcll.db.is_transient`).
     """
@@ -102,7 +106,11 @@ def store_item(ctx: RetainContext, bank_id: str, job_id: str, item: RetainItem,
         seq = jobs.lock_for_work(conn, job_id)
         if seq is None:
             raise JobGone(job_id)
-        return units.apply_version(conn, bank_id, job_id, version_for(item, seq, index), drafts)
+        result = units.apply_version(conn, bank_id, job_id, version_for(item, seq, index),
+                                     drafts)
+    # committed: replaced or re-scoped units leave the cascade's tier 1 at once
+    invalidation.units_left(ctx.hot, bank_id, result.left)
+    return result
 
 
 def _store_with_retry(ctx: RetainContext, bank_id: str, job_id: str, item: RetainItem,

@@ -56,12 +56,16 @@ class DocumentVersion:
 @dataclass(frozen=True)
 class VersionResult:
     """``created``/``skipped`` units; ``superseded`` when a newer version was already live
-    (nothing written); ``revision`` is the document's revision after this call."""
+    (nothing written); ``revision`` is the document's revision after this call; ``left``:
+    ids of units that were live before and are now invalidated (``document_replaced``) or
+    re-scoped (room, hall or layer changed) — what the caller removes from the cascade's
+    caches after the commit."""
 
     created: int
     skipped: int
     superseded: bool
     revision: int
+    left: tuple[str, ...] = ()
 
 
 def apply_version(conn: Connection, bank_id: str, job_id: str, version: DocumentVersion,
@@ -105,7 +109,17 @@ def apply_version(conn: Connection, bank_id: str, job_id: str, version: Document
              doc_uuid),
         )
     created = 0
+    scope_before = {} if doc["inserted"] else {
+        r["chunk_hash"]: (str(r["id"]), r["room"], r["hall"], r["layer"])
+        for r in conn.execute(
+            """SELECT id, chunk_hash, room, hall, layer FROM memory_units
+               WHERE document_id = %s AND invalidated_reason IS NULL
+                 AND superseded_by_id IS NULL""", (doc_uuid,)).fetchall()}
+    left: list[str] = []
     for d in drafts:
+        before = scope_before.get(d.chunk_hash)
+        if before is not None and before[1:] != (d.room, d.hall, d.layer):
+            left.append(before[0])
         chunk = conn.execute(
             """INSERT INTO chunks (document_id, index, text, content_hash) VALUES (%s, %s, %s, %s)
                ON CONFLICT (document_id, content_hash) DO UPDATE SET index = EXCLUDED.index
@@ -132,17 +146,18 @@ def apply_version(conn: Connection, bank_id: str, job_id: str, version: Document
     if not doc["inserted"]:  # a new document has no other units
         # derived units (facts) stay live while the chunk they derive from is in this version
         hashes = [d.chunk_hash for d in drafts]
-        conn.execute(
+        left += [str(r["id"]) for r in conn.execute(
             """UPDATE memory_units mu SET invalidated_reason = 'document_replaced'
                WHERE mu.document_id = %s AND mu.invalidated_reason IS NULL
                  AND NOT (mu.chunk_hash = ANY(%s))
                  AND NOT (mu.origin = 'derived' AND EXISTS (
                      SELECT 1 FROM memory_links l JOIN memory_units c ON c.id = l.to_unit
                      WHERE l.from_unit = mu.id AND l.type = 'derived_from'
-                       AND c.document_id = mu.document_id AND c.chunk_hash = ANY(%s)))""",
+                       AND c.document_id = mu.document_id AND c.chunk_hash = ANY(%s)))
+               RETURNING mu.id""",
             (doc_uuid, hashes, hashes),
-        )
-    return VersionResult(created, len(drafts) - created, False, revision)
+        ).fetchall()]
+    return VersionResult(created, len(drafts) - created, False, revision, tuple(left))
 
 
 def count_for_job(conn: Connection, job_id: str) -> int:
