@@ -1,0 +1,40 @@
+"""The warm tier's LSH signature on every embedding row, and the index its shortlist reads.
+
+- ``rcll_lsh_signature(vector) → bit(256)``: SimHash of the first 64 dimensions against 256
+  fixed hyperplanes (:mod:`rcll.cascade.lsh`; seed ``0x52434C4C``). The planes are written
+  into the function as constants here, once: later code changes cannot make rows and queries
+  disagree, because both get their signature from this function.
+- ``memory_embeddings.lsh``: a ``STORED`` generated column (PostgreSQL 18 defaults to
+  virtual, which cannot be indexed), so the write path is unchanged and the rewrite of the
+  table fills the existing rows.
+- ``memory_embeddings_bank_lsh (bank_id, model) INCLUDE (unit_id, lsh)``: the warm tier's
+  shortlist (a bank's units nearest the query's signature in Hamming distance) is an
+  index-only scan of the bank's entries (~80 bytes each), not a read of its heap rows
+  (~1.6 kB each with the vector).
+
+Revision ID: 0016
+Revises: 0014 (re-chained at merge)
+"""
+
+from alembic import op
+
+from rcll.cascade.lsh import BITS, DIMS, FUNCTION, SEED, signature_function_sql
+
+revision = "0016"
+down_revision = "0014"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    op.execute(signature_function_sql(FUNCTION, BITS, DIMS, SEED))
+    op.execute(f"ALTER TABLE memory_embeddings ADD COLUMN IF NOT EXISTS lsh bit({BITS}) "
+               f"GENERATED ALWAYS AS ({FUNCTION}(embedding)) STORED")
+    op.execute("CREATE INDEX IF NOT EXISTS memory_embeddings_bank_lsh "
+               "ON memory_embeddings (bank_id, model) INCLUDE (unit_id, lsh)")
+
+
+def downgrade() -> None:
+    op.execute("DROP INDEX IF EXISTS memory_embeddings_bank_lsh")
+    op.execute("ALTER TABLE memory_embeddings DROP COLUMN IF EXISTS lsh")
+    op.execute(f"DROP FUNCTION IF EXISTS {FUNCTION}(vector)")
