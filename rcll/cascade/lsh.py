@@ -53,8 +53,10 @@ def signature_function_sql(name: str = FUNCTION, bits: int = BITS, dims: int = D
             f"$fn$")
 
 
-def signature(vec: np.ndarray, bits: int = BITS, dims: int = DIMS, seed: int = SEED) -> str:
-    """The signature of ``vec`` as PostgreSQL computes it, as a ``'0101…'`` text (for tests
+def signature(vec, bits: int = BITS, dims: int = DIMS, seed: int = SEED) -> str:
+    """The signature of ``vec`` (``(dim,)`` array or ``pgvector.Vector``) as PostgreSQL computes it, as a ``'0101…'`` text (for tests
     and benchmarks; float rounding may flip a bit whose projection is within ~1e-6 of 0)."""
+    if hasattr(vec, "to_numpy"):  # pgvector.Vector, as psycopg returns it
+        vec = vec.to_numpy()
     proj = planes(bits, dims, seed) @ np.asarray(vec, dtype=np.float32)[:dims]
     return "".join("1" if x > 0 else "0" for x in proj)
