@@ -2,10 +2,13 @@
 
 Candidates come from two places, both read-only and both bounded:
 
-- **entity drawer** — ``unit_entities`` (entity → unit ids): the ``PER_ENTITY`` most recent
+- **entity drawer** — ``unit_entities`` (entity → unit ids): the ``per_entity`` most recent
   mentions of each entity query preparation matched (``pq.entities``), through the index
-  ``unit_entities_entity_recent (entity_id, seq DESC)`` (migration 0011); an entity belongs
-  to one bank, so this reads only that bank's mentions;
+  ``unit_entities_entity_recent (entity_id, seq DESC)`` (migration 0011; an entity belongs
+  to one bank, so this reads only that bank's mentions). Unlike the graph channel, common
+  entities (a speaker named in half the turns) are kept: every candidate is verified by its
+  cosine, so an extra candidate can only add a true hit, and costs one primary-key probe
+  (~2 µs);
 - **LSH shortlist** — the ``shortlist`` units of the bank (current model) whose SimHash
   signature (:mod:`rcll.cascade.lsh`: 256 bits over the first 64 dimensions, a generated
   column) is nearest the query's in Hamming distance (pgvector's ``<~>``), an index-only scan
@@ -13,7 +16,9 @@ Candidates come from two places, both read-only and both bounded:
 
 Every candidate is then verified with the full cosine of its stored vector
 (``1 − (embedding <=> query)``) and filtered by the caller scope (``scope.where()``) in the
-same statement; hits at or above ``threshold`` are returned best first. It needs neither
+same statement — candidates sorted by cosine first, so the scope's primary-key probes of
+``memory_units`` stop once ``limit`` hits passed; hits at or above ``threshold`` are
+returned best first. It needs neither
 Redis nor the embedder beyond the query vector (spec §1.4: Redis down → tiers 2–3 answer).
 
 The scope filter applies after the shortlist (joining ``memory_units`` inside it would read
@@ -22,11 +27,27 @@ through to tier 3. A scope that includes superseded units is history, served by 
 (this tier answers ``[]``). Only vectors of the query's model (``pq.model``, as
 :mod:`rcll.search.dense` reads them) count.
 
-Why Hamming ranking and not LSH bands (a GIN index over band keys, sublinear): on the LoCoMo
-banks bands matched too rarely at the angles MiniLM puts between a question and its
-answers — 32 bands of 8 bits recalled 0.74 of the exact top-10 while returning a quarter of
-the bank, 21 bands of 12 bits 0.24 — while a 400-unit Hamming shortlist of the 256-bit
-signature recalled 0.93 (``benchmarks/warm_tier.py``).
+Defaults, measured by ``benchmarks/warm_tier.py`` (one bank of 5,882 LoCoMo turns, 200
+questions, 2 busy cores; exact pgvector top-10 of the bank p50 16.2 ms in the same run):
+
+=================  ======  ======  ==========================
+shortlist/drawer   p50 ms  p95 ms  recall@10 vs exact top-10
+=================  ======  ======  ==========================
+100 / off          5.0     11.4    0.71
+400 / off          6.9     12.7    0.90
+100 / 100          4.9     11.3    0.80
+200 / 100          5.6     11.7    0.88
+**400 / 100**      7.5     13.8    0.93
+=================  ======  ======  ==========================
+
+400 / 100 is the best recall inside the 15 ms target at p95. The shortlist's cost is linear
+in the bank's index entries (~0.3 µs each: 1.3 ms for 5,882); banks of ~100k units and
+more would need a per-bank index on the signature (not built; see the branch report).
+
+Why Hamming ranking and not LSH bands (a GIN index over band keys, sublinear): on the same
+bank, bands matched too rarely at the angles MiniLM puts between a question and its
+answers — 32 bands of 8 bits found 0.79 of the exact top-10 while returning a quarter of
+the bank as candidates, 21 bands of 12 bits 0.27.
 """
 
 from __future__ import annotations
@@ -38,7 +59,7 @@ from rcll.cascade.lsh import FUNCTION
 from rcll.search.channels import PreparedQuery
 from rcll.search.scope import CallerScope
 
-PER_ENTITY = 200  # most recent mentions of one matched entity taken from the drawer
+PER_ENTITY = 100  # most recent mentions taken per matched entity (0: drawer off)
 SHORTLIST = 400  # default LSH shortlist (benchmarks/warm_tier.py: recall@10 vs shortlist)
 
 
@@ -47,7 +68,8 @@ def warm_lookup(conn: Connection, scope: CallerScope, pq: PreparedQuery, *, thre
                 per_entity: int = PER_ENTITY) -> list[TierHit]:
     """Tier 2: units mentioning the query's matched entities (``pq.entities``, from
     :func:`rcll.search.query_prep.prepare_query`) and/or in the query's LSH neighbourhood
-    (``shortlist`` nearest signatures), filtered by the caller scope in SQL, verified by full
+    (``shortlist`` nearest signatures; ``per_entity`` most recent mentions of each entity,
+    0 = drawer off), filtered by the caller scope in SQL, verified by full
     cosine with pgvector: up to ``limit`` hits with cosine ≥ ``threshold``, best first (ties
     by unit id). ``TierHit.via`` is ``"entity"`` when the drawer supplied the unit (also if
     the shortlist did), else ``"lsh"``; ``activation`` is ``None`` (tier 2 keeps none).
@@ -74,22 +96,25 @@ def warm_lookup(conn: Connection, scope: CallerScope, pq: PreparedQuery, *, thre
                          LIMIT %(shortlist)s),
                  ent AS (SELECT m.unit_id FROM unnest(%(entities)s::uuid[]) AS s(id)
                          CROSS JOIN LATERAL (
-                             SELECT ue.unit_id FROM unit_entities ue
-                             WHERE ue.entity_id = s.id AND ue.bank_id = %(bank_id)s
+                             SELECT ue.unit_id FROM unit_entities ue WHERE ue.entity_id = s.id
                              ORDER BY ue.seq DESC LIMIT %(per_entity)s) m),
                  cand AS (SELECT unit_id, bool_or(via_entity) AS via_entity
                           FROM (SELECT unit_id, false AS via_entity FROM lsh
                                 UNION ALL SELECT unit_id, true FROM ent) c
                           GROUP BY unit_id)
-            SELECT id, sim, via_entity FROM (
-                SELECT c.unit_id::text AS id, 1 - (e.embedding <=> %(qvec)s::vector) AS sim,
-                       c.via_entity
+            SELECT v.id, v.sim, v.via_entity FROM (
+                SELECT c.unit_id, c.unit_id::text AS id,
+                       1 - (e.embedding <=> %(qvec)s::vector) AS sim, c.via_entity
                 FROM cand c
-                JOIN memory_embeddings e ON e.unit_id = c.unit_id AND e.model = %(model)s
-                JOIN memory_units u ON u.id = c.unit_id
-                WHERE e.bank_id = %(bank_id)s AND {where}) v
-            WHERE sim >= %(threshold)s
-            ORDER BY sim DESC, id
+                CROSS JOIN LATERAL (  -- one primary-key probe per candidate
+                    SELECT e.embedding FROM memory_embeddings e
+                    WHERE e.unit_id = c.unit_id AND e.model = %(model)s
+                      AND e.bank_id = %(bank_id)s) e
+                ORDER BY sim DESC, id
+                OFFSET 0) v  -- sorted first: the scope probes below stop at `limit` hits
+            WHERE v.sim >= %(threshold)s
+              AND EXISTS (SELECT 1 FROM memory_units u WHERE u.id = v.unit_id AND {where})
+            ORDER BY v.sim DESC, v.id
             LIMIT %(limit)s""",
         {**params, "qvec": pq.vector, "model": pq.model, "shortlist": shortlist,
          "entities": [e["id"] for e in pq.entities], "per_entity": per_entity,

@@ -136,6 +136,10 @@ def test_entity_drawer_narrows_and_lsh_shortlists(client, worker, services):
     for h in hits:
         assert h.similarity == pytest.approx(exact[h.unit_id], abs=1e-6)
         assert h.activation is None
+    # drawer off: the shortlist of 1 alone
+    hits, _ = _lookup(services, "warm-ent", "What did Caroline say about work?", shortlist=1,
+                      per_entity=0)
+    assert len(hits) <= 1 and {h.via for h in hits} <= {"lsh"}
     # no entity named: the LSH shortlist alone, and the threshold holds
     hits, pq = _lookup(services, "warm-ent", "fixing a bike", threshold=0.3)
     assert pq.entities == [] and hits
@@ -196,6 +200,26 @@ def test_superseded_invalidated_or_deleted_units_leave_at_once(client, worker, s
     after = {h.unit_id for h in _lookup(services, "warm-stale", q)[0]}
     assert after and not after & {moved, bars, chain}
     assert len(after) == len(hits) - 3
+
+
+def test_only_vectors_of_the_query_model_count(client, worker, services):
+    _retain(client, "warm-model")
+    hits, pq = _lookup(services, "warm-model", "fixing a bike")
+    with services.pool.connection() as conn:
+        uid = conn.execute("INSERT INTO memory_units (bank_id, text) VALUES ('warm-model', "
+                           "'only an old model vector') RETURNING id::text AS id").fetchone()["id"]
+        # the query's own vector, stored under another model: cosine 1 if it counted
+        conn.execute("INSERT INTO memory_embeddings (unit_id, bank_id, model, input_stamp, "
+                     "embedding) VALUES (%s, 'warm-model', 'old-model', 's', %s)",
+                     (uid, pq.vector))
+        conn.execute("INSERT INTO memory_embeddings (unit_id, bank_id, model, input_stamp, "
+                     "embedding) SELECT unit_id, bank_id, 'old-model', 's', embedding "
+                     "FROM memory_embeddings WHERE bank_id = 'warm-model' AND model = %s "
+                     "AND unit_id <> %s", (pq.model, uid))
+    after, _ = _lookup(services, "warm-model", "fixing a bike")
+    assert uid not in {h.unit_id for h in after}
+    assert [(h.unit_id, round(h.similarity, 6)) for h in after] == \
+        [(h.unit_id, round(h.similarity, 6)) for h in hits]
 
 
 def test_needs_a_query_vector(services):
