@@ -54,7 +54,7 @@ def signature_function_sql(name: str = FUNCTION, bits: int = BITS, dims: int = D
     Raises PostgreSQL's dimension error for a vector shorter than ``dims``."""
     p = planes(bits, dims, seed)
     lits = ",\n      ".join(
-        "-(s <#> '[%s]'::vector)" % ",".join(f"{x:.4f}" for x in row) for row in p)
+        "-(s <#> '[{}]'::vector)".format(",".join(f"{x:.4f}" for x in row)) for row in p)
     return (f"CREATE OR REPLACE FUNCTION {name}(v vector) RETURNS bit({bits})\n"
             f"LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $fn$\n"
             f"DECLARE s vector := subvector(v, 1, {dims});\n"
@@ -64,8 +64,9 @@ def signature_function_sql(name: str = FUNCTION, bits: int = BITS, dims: int = D
 
 
 def signature(vec, bits: int = BITS, dims: int = DIMS, seed: int = SEED) -> str:
-    """The signature of ``vec`` (``(dim,)`` array or ``pgvector.Vector``) as PostgreSQL computes it, as a ``'0101…'`` text (for tests
-    and benchmarks; float rounding may flip a bit whose projection is within ~1e-6 of 0)."""
+    """The signature of ``vec`` (``(dim,)`` array or ``pgvector.Vector``) as PostgreSQL
+    computes it, as a ``'0101…'`` text (for tests and benchmarks; float rounding may flip a
+    bit whose projection is within ~1e-6 of 0)."""
     if hasattr(vec, "to_numpy"):  # pgvector.Vector, as psycopg returns it
         vec = vec.to_numpy()
     proj = planes(bits, dims, seed) @ np.asarray(vec, dtype=np.float32)[:dims]
