@@ -272,3 +272,25 @@ def test_lsh_shortlist_recalls_the_exact_top10_on_a_locomo_bank(services):
     mean = float(np.mean(recalls))
     print(f"LSH recall@10, {len(texts)} units, shortlist {RECALL_SHORTLIST}: {mean:.3f}")
     assert mean >= RECALL_FLOOR
+
+
+def test_warm_tier_never_writes(client, worker, settings):
+    """No write SQL in the warm tier's modules, and it answers under the SELECT-only role."""
+    import re
+
+    from rcll.dev.postgres import READER_ROLE
+    write_sql = re.compile(r"\b(insert\s+into|update\s+\w+\s+set|delete\s+from|truncate)\b", re.I)
+    for name in ("warm.py", "lsh.py", "hits.py"):
+        assert not write_sql.search((ROOT / "rcll" / "cascade" / name).read_text()), name
+    _retain(client, "warm-ro")
+    reader_url = f"postgresql://{READER_ROLE}@127.0.0.1:{settings.pg_port}/rcll_test"
+    with psycopg.connect(reader_url, row_factory=dict_row) as conn:
+        register_vector(conn)
+        vec = conn.execute("SELECT embedding FROM memory_embeddings WHERE bank_id = 'warm-ro' "
+                           "LIMIT 1").fetchone()["embedding"].to_numpy()
+        model = conn.execute("SELECT model FROM memory_embeddings WHERE bank_id = 'warm-ro' "
+                             "LIMIT 1").fetchone()["model"]
+        conn.execute("SET TRANSACTION READ ONLY")
+        pq = PreparedQuery(RecallQuery(query="q"), vector=vec, model=model)
+        hits = warm_lookup(conn, CallerScope("warm-ro"), pq, threshold=0.99, limit=5)
+    assert len(hits) == 1 and hits[0].similarity == pytest.approx(1.0, abs=1e-5)
