@@ -13,21 +13,23 @@ write path needs no change and every existing row got its signature from the mig
 constants drawn once with a fixed seed (:func:`planes`). The query's signature comes from
 the same function, so rows and queries always agree whatever numpy draws today.
 
-``BITS = 256`` is the measured choice (``benchmarks/warm_tier.py``, all ten LoCoMo
+``BITS = 512`` is the measured choice (``benchmarks/warm_tier.py``, all ten LoCoMo
 conversations in one bank of 5,882 units, 200 questions): recall of the exact cosine top-10
-inside a 400-unit Hamming shortlist was 0.73 with 64 bits, 0.86 with 128, 0.92 with 256 and
-0.95 with 512 (the ceiling of any signature of the first 64 dims — the exact cosine of the
-64-dim sub-vectors — was 0.975). 256 bits take 32 bytes a row in the table and in the
-shortlist's index; 512 would double both for +0.03. Computing it adds ~0.04 ms to each
-embedding row written (0.028 → 0.066 ms per row, same run), and migration 0016 rewrote the
-table at ~21 ms per 1,000 rows.
+inside a 400-unit Hamming shortlist was 0.69 with 64 bits, 0.80 with 128, 0.90 with 256,
+0.95 with 512 and 0.96 with 1,024; the ceiling of any signature of the first 64 dims (the
+exact cosine of the 64-dim sub-vectors) is 0.976. Past 512 the gain is 0.01 for twice the
+bytes. The shortlist's scan cost the same at 256 and 512 bits (p50 1.3 ms either way for
+5,882 entries, 100 queries; a one-off comparison on the benchmark's database). A row costs
+64 more bytes in the table and in the shortlist's index, and computing the signature adds
+~0.09 ms to each embedding row written (0.039 → 0.127 ms per row in the same run);
+migration 0016 rewrote the table at ~50 ms per 1,000 rows.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-BITS = 256
+BITS = 512
 DIMS = 64
 SEED = 0x52434C4C  # "RCLL"
 FUNCTION = "rcll_lsh_signature"
@@ -47,9 +49,10 @@ def signature_function_sql(name: str = FUNCTION, bits: int = BITS, dims: int = D
     ``<#>`` is the negative inner product). ``IMMUTABLE STRICT PARALLEL SAFE``.
 
     PL/pgSQL, not SQL, on purpose: a one-expression SQL function is inlined, and inlining
-    re-parses its body — 256 vector literals, 134 kB — every time a statement using it is
-    planned or an INSERT prepares the generated column: 16 ms of planning per warm lookup and
-    ~4.6 ms per embedding row written (benchmarks/warm_tier.py, first run). PL/pgSQL compiles
+    re-parses its body — one vector literal per bit, 134 kB at 256 bits — every time a
+    statement using it is planned or an INSERT prepares the generated column: 16 ms of
+    planning per warm lookup and ~4.6 ms per embedding row written (benchmarks/warm_tier.py,
+    first run, 256 bits). PL/pgSQL compiles
     the body once per session and keeps the expression's plan with the planes as constants.
     Raises PostgreSQL's dimension error for a vector shorter than ``dims``."""
     p = planes(bits, dims, seed)

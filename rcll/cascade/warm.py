@@ -10,7 +10,7 @@ Candidates come from two places, both read-only and both bounded:
   cosine, so an extra candidate can only add a true hit, and costs one primary-key probe
   (~2 µs);
 - **LSH shortlist** — the ``shortlist`` units of the bank (current model) whose SimHash
-  signature (:mod:`rcll.cascade.lsh`: 256 bits over the first 64 dimensions, a generated
+  signature (:mod:`rcll.cascade.lsh`: 512 bits over the first 64 dimensions, a generated
   column) is nearest the query's in Hamming distance (pgvector's ``<~>``), an index-only scan
   of ``memory_embeddings_bank_lsh (bank_id, model) INCLUDE (unit_id, lsh)`` (migration 0016).
 
@@ -28,26 +28,27 @@ through to tier 3. A scope that includes superseded units is history, served by 
 :mod:`rcll.search.dense` reads them) count.
 
 Defaults, measured by ``benchmarks/warm_tier.py`` (one bank of 5,882 LoCoMo turns, 200
-questions, 2 busy cores; exact pgvector top-10 of the bank p50 16.2 ms in the same run):
+questions × 3 rounds, 2 busy cores; the exact pgvector top-10 of the bank: p50 16.6 ms,
+p95 24.6 ms in the same run):
 
 =================  ======  ======  ==========================
 shortlist/drawer   p50 ms  p95 ms  recall@10 vs exact top-10
 =================  ======  ======  ==========================
-100 / off          5.0     11.4    0.71
-400 / off          6.9     12.7    0.90
-100 / 100          4.9     11.3    0.80
-200 / 100          5.6     11.7    0.88
-**400 / 100**      7.5     13.8    0.93
+100 / off          6.2     11.0    0.79
+400 / off          7.2     12.0    0.95
+100 / 100          5.4     10.9    0.85
+200 / 100          6.0     11.1    0.93
+**400 / 100**      7.7     12.2    0.97
 =================  ======  ======  ==========================
 
 400 / 100 is the best recall inside the 15 ms target at p95. The shortlist's cost is linear
-in the bank's index entries (~0.3 µs each: 1.3 ms for 5,882); banks of ~100k units and
-more would need a per-bank index on the signature (not built; see the branch report).
+in the bank's index entries (1.3 ms for 5,882); banks of ~100k units and more would need a
+per-bank index on the signature (not built; see the branch report).
 
 Why Hamming ranking and not LSH bands (a GIN index over band keys, sublinear): on the same
 bank, bands matched too rarely at the angles MiniLM puts between a question and its
-answers — 32 bands of 8 bits found 0.79 of the exact top-10 while returning a quarter of
-the bank as candidates, 21 bands of 12 bits 0.27.
+answers — 42 bands of 12 bits found 0.39 of the exact top-10 (4.5 % of the bank as
+candidates); 64 bands of 8 bits found 0.94 but returned 42 % of the bank.
 """
 
 from __future__ import annotations

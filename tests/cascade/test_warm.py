@@ -232,7 +232,7 @@ def test_needs_a_query_vector(services):
 
 RECALL_CONV = "conv-43"
 RECALL_SHORTLIST = 100
-RECALL_FLOOR = 0.75  # measured 0.823 (60 questions of conv-43, 680 units; seed-fixed planes)
+RECALL_FLOOR = 0.80  # measured 0.875 (60 questions of conv-43, 680 units; seed-fixed planes)
 
 
 def test_lsh_shortlist_recalls_the_exact_top10_on_a_locomo_bank(services):

@@ -1,7 +1,7 @@
 """The warm tier's LSH signature on every embedding row, and the index its shortlist reads.
 
-- ``rcll_lsh_signature(vector) → bit(256)``: SimHash of the first 64 dimensions against 256
-  fixed hyperplanes (:mod:`rcll.cascade.lsh`; seed ``0x52434C4C``). The planes are written
+- ``rcll_lsh_signature(vector) → bit(512)``: SimHash of the first 64 dimensions against 512
+  fixed hyperplanes (:mod:`rcll.cascade.lsh`; seed ``0x52434C4C``; PL/pgSQL). The planes are written
   into the function as constants here, once: later code changes cannot make rows and queries
   disagree, because both get their signature from this function.
 - ``memory_embeddings.lsh``: a ``STORED`` generated column (PostgreSQL 18 defaults to
@@ -9,7 +9,7 @@
   table fills the existing rows.
 - ``memory_embeddings_bank_lsh (bank_id, model) INCLUDE (unit_id, lsh)``: the warm tier's
   shortlist (a bank's units nearest the query's signature in Hamming distance) is an
-  index-only scan of the bank's entries (~80 bytes each), not a read of its heap rows
+  index-only scan of the bank's entries (~110 bytes each), not a read of its heap rows
   (~1.6 kB each with the vector).
 
 Revision ID: 0016
