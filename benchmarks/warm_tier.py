@@ -25,7 +25,9 @@ with p50/p95 ms and recall@10 against ``exact_dense`` (and how many of the hits 
 entity drawer), then, offline in numpy on the same vectors, the shortlist recall@10 of
 other signature sizes (64 to 1,024 bits) and of LSH banding (the GIN-indexable
 alternative) — which is how the 512-bit Hamming design was chosen. The EXPLAIN of one
-shortlist shows it is an index-only scan.
+shortlist shows it is an index-only scan. ``big_bank``: the cost on a bank of 60,000 units
+(the shortlist's scan is linear in the bank), naming an entity every unit mentions, with and
+without the index migration 0016 drops, beside the exact dense query on that bank.
 """
 
 from __future__ import annotations
@@ -171,6 +173,62 @@ def offline_sweep(X: np.ndarray, Q: np.ndarray, exact: list[list[int]], shortlis
     return out
 
 
+def big_bank(pool, url: str, qvecs: np.ndarray, units: int = 60_000, runs: int = 20) -> dict:
+    """A second bank "big" of ``units`` units (the LoCoMo vectors cycled; every unit mentions
+    one entity "Heavy"): p50/p95 ms of warm_lookup (shortlist 400, drawer 100) without and
+    with that entity named — the second with migration 0016's index set and with its dropped
+    ``unit_entities_entity (entity_id)`` recreated in a rolled-back transaction (the
+    "before") — beside the exact dense top-10 of the bank (no HNSW index here; production
+    builds one per bank from 5,000 vectors)."""
+    with pool.connection() as conn:
+        conn.execute("INSERT INTO memory_banks (id, name) VALUES ('big', 'big')")
+        eid = conn.execute("INSERT INTO entities (bank_id, name, normalized) VALUES "
+                           "('big', 'Heavy', 'heavy') RETURNING id::text AS id").fetchone()["id"]
+        conn.execute("INSERT INTO memory_units (bank_id, text) SELECT 'big', 'u ' || g "
+                     "FROM generate_series(1, %s) g", (units,))
+        n_src = conn.execute("SELECT count(*) AS n FROM memory_embeddings WHERE bank_id = %s",
+                             (BANK,)).fetchone()["n"]
+        conn.execute(
+            """INSERT INTO memory_embeddings (unit_id, bank_id, model, input_stamp, embedding)
+               SELECT u.id, 'big', e.model, e.input_stamp, e.embedding
+               FROM (SELECT id, row_number() OVER (ORDER BY id) %% %s AS k FROM memory_units
+                     WHERE bank_id = 'big') u
+               JOIN (SELECT model, input_stamp, embedding,
+                            row_number() OVER (ORDER BY unit_id) - 1 AS k
+                     FROM memory_embeddings WHERE bank_id = %s) e ON e.k = u.k""",
+            (n_src, BANK))
+        conn.execute("INSERT INTO unit_entities (unit_id, entity_id, bank_id, mention) "
+                     "SELECT id, %s, 'big', 'Heavy' FROM memory_units WHERE bank_id = 'big'",
+                     (eid,))
+    with psycopg.connect(url, autocommit=True) as c:
+        c.execute("VACUUM ANALYZE")
+    scope = CallerScope("big")
+    out: dict = {"units": units}
+    cases = [("warm_no_entity", None, False), ("warm_heavy_entity", None, True),
+             ("warm_heavy_entity_before_0016",
+              "CREATE INDEX unit_entities_entity ON unit_entities (entity_id)", True),
+             ("exact_dense", None, None)]
+    for name, ddl, named in cases:
+        ts = []
+        with pool.connection() as conn, conn.transaction(force_rollback=True):
+            if ddl:
+                conn.execute(ddl)
+                conn.execute("ANALYZE unit_entities")
+            for i in range(runs):
+                qv = qvecs[i % len(qvecs)]
+                pq = PreparedQuery(RecallQuery(query="Heavy"), vector=qv, model=MODEL)
+                if named:
+                    pq.entities = [{"id": eid, "name": "Heavy", "matched": "heavy"}]
+                t = time.perf_counter()
+                if named is None:
+                    dense_candidates(conn, scope, "big", qv, model=MODEL, limit=10, floor=-1.0)
+                else:
+                    warm_lookup(conn, scope, pq, threshold=-1.0, limit=10)
+                ts.append((time.perf_counter() - t) * 1000)
+        out[name] = {"p50": pct(ts, 50), "p95": pct(ts, 95)}
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--state-dir", default=str(ROOT / ".rcll-bench" / "warm"))
@@ -242,6 +300,7 @@ def main() -> None:
                     if rnd == 0:
                         recall[name].append(len(set(exact) & {h.unit_id for h in hits}) / 10)
                         via_entity[name].append(sum(h.via == "entity" for h in hits))
+    big = big_bank(pool, s.db_url, qvecs)
     out = {
         "bank": {**bank, "source": origin, "questions": len(questions), "rounds": args.rounds,
                  "signature_bits": lsh.BITS, "signature_dims": lsh.DIMS,
@@ -250,6 +309,7 @@ def main() -> None:
         "recall@10_vs_exact": {v: round(float(np.mean(x)), 3) for v, x in recall.items()},
         "mean_hits_via_entity": {v: round(float(np.mean(x)), 2) for v, x in via_entity.items()},
         "offline_signature_sweep": offline_sweep(X, qvecs, exact_idx, shortlists),
+        "big_bank": big,
         "shortlist_plan": [r["QUERY PLAN"] for r in plan],
     }
     print(json.dumps(out, indent=2))

@@ -21,8 +21,8 @@ exact cosine of the 64-dim sub-vectors) is 0.976. Past 512 the gain is 0.01 for 
 bytes. The shortlist's scan cost the same at 256 and 512 bits (p50 1.3 ms either way for
 5,882 entries, 100 queries; a one-off comparison on the benchmark's database). A row costs
 64 more bytes in the table and in the shortlist's index, and computing the signature adds
-~0.09 ms to each embedding row written (0.039 → 0.127 ms per row in the same run);
-migration 0016 rewrote the table at ~50 ms per 1,000 rows.
+~0.05–0.09 ms to each embedding row written (0.038 → 0.088 ms per row in the run of
+results/warm_tier.json); migration 0016 rewrote the table at ~40 ms per 1,000 rows.
 """
 
 from __future__ import annotations

@@ -11,6 +11,13 @@
   shortlist (a bank's units nearest the query's signature in Hamming distance) is an
   index-only scan of the bank's entries (~110 bytes each), not a read of its heap rows
   (~1.6 kB each with the vector).
+- ``unit_entities_entity (entity_id)`` dropped: ``unit_entities_entity_recent (entity_id, seq
+  DESC)`` (0011) leads with the same column and serves every lookup it served. While both
+  existed, the planner read a common entity's mentions through the first and sorted them
+  all for "its N most recent" (the warm tier's drawer, the graph channel's hop 0): reading
+  the 100 most recent of 60,000 mentions took 15.6 ms that way, 0.2 ms through the second
+  (EXPLAIN ANALYZE), and a warm lookup naming that entity p50 35.0 → 18.8 ms
+  (``benchmarks/warm_tier.py``, ``big_bank``).
 
 Revision ID: 0016
 Revises: 0014 (re-chained at merge)
@@ -32,9 +39,11 @@ def upgrade() -> None:
                f"GENERATED ALWAYS AS ({FUNCTION}(embedding)) STORED")
     op.execute("CREATE INDEX IF NOT EXISTS memory_embeddings_bank_lsh "
                "ON memory_embeddings (bank_id, model) INCLUDE (unit_id, lsh)")
+    op.execute("DROP INDEX IF EXISTS unit_entities_entity")
 
 
 def downgrade() -> None:
+    op.execute("CREATE INDEX IF NOT EXISTS unit_entities_entity ON unit_entities (entity_id)")
     op.execute("DROP INDEX IF EXISTS memory_embeddings_bank_lsh")
     op.execute("ALTER TABLE memory_embeddings DROP COLUMN IF EXISTS lsh")
     op.execute(f"DROP FUNCTION IF EXISTS {FUNCTION}(vector)")
