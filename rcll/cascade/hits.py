@@ -1,0 +1,17 @@
+"""What a cache tier returns (the shape helper B's ``rcll.cascade.hot.TierHit`` has)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class TierHit:
+    """One unit a tier found: ``unit_id`` (uuid text), ``similarity`` (cosine to the query,
+    [-1, 1]), ``activation`` (ACT-R base-level activation when the tier keeps it, else
+    ``None``), ``via`` (how the tier found it, e.g. ``"entity"`` or ``"lsh"`` in tier 2)."""
+
+    unit_id: str
+    similarity: float
+    activation: float | None
+    via: str
