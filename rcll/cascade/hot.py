@@ -52,6 +52,7 @@ import numpy as np
 import redis
 
 from rcll.cascade.activation import base_level
+from rcll.cascade.hits import TierHit  # noqa: F401  (re-exported: tier 1 returns it)
 
 if TYPE_CHECKING:
     from rcll.search.scope import CallerScope
@@ -106,14 +107,6 @@ class HotUnit:
     token_count: int
 
 
-@dataclass(frozen=True)
-class TierHit:
-    """One hit of tier 1 or 2."""
-
-    unit_id: str
-    similarity: float           # what passed the threshold (cosine, in [-1, 1])
-    activation: float | None    # ACT-R B at lookup time (None in tier 2)
-    via: str                    # "unit" | "cue" (tier 1), "entity" | "lsh" (tier 2)
 
 
 def _grow(arr: np.ndarray, n: int, fill=0) -> np.ndarray:

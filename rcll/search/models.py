@@ -141,7 +141,8 @@ class RecallResult:
         out = {
             "results": self.results, "mode": self.mode, "channels": self.channels,
             "dense_available": self.dense_available, "reranked": self.reranked,
-            "tiers": self.tiers, "tier_reason": self.tier_reason, "tokens_used": self.tokens_used, "counts": self.counts,
+            "tiers": self.tiers, "tier_reason": self.tier_reason,
+            "tokens_used": self.tokens_used, "counts": self.counts,
             "degraded": self.degraded, "recipe": self.recipe,
         }
         if self.query is not None:

@@ -1,0 +1,106 @@
+"""The cascade through the API (issue 8): a re-asked question is answered by tier 1 with the
+units the cold tier put first; the token-budget policy; tier 1 never serves what PostgreSQL
+would not; Redis down → tiers 2–3 answer and say so."""
+
+from api.app import create_app
+from rcll.bootstrap import bootstrap
+
+NOTES = [
+    "Ana: the payroll export runs every Friday at 18:00 from the finance server.",
+    "Ben: payroll exports are encrypted with the finance team's public key.",
+    "Cy: the payroll export failed last Friday because the disk was full.",
+    "Dee: lunch on Friday is at the Thai place near the station.",
+    "Eve: the finance server is backed up nightly to the Frankfurt bucket.",
+    "Fay: the marketing offsite is planned for the second week of June.",
+]
+Q = "why did the payroll export fail on Friday?"
+
+
+def _retain(client, bank, texts):
+    items = [{"content": t, "document_id": f"n{i}"} for i, t in enumerate(texts)]
+    r = client.post(f"/v1/default/banks/{bank}/memories", json={"items": items, "async": False})
+    assert r.status_code == 200 and r.get_json()["status"] == "succeeded", r.get_json()
+
+
+def _recall(client, bank, **kw):
+    r = client.post(f"/v1/default/banks/{bank}/memories/recall",
+                    json={"query": Q, "trace": True, **kw})
+    assert r.status_code == 200, r.get_json()
+    return r.get_json()
+
+
+def test_a_reasked_question_is_answered_by_tier_1(client, services):
+    bank = "cascade-reask"
+    _retain(client, bank, NOTES)
+    cold = _recall(client, bank)
+    assert cold["tiers"][-1] == "cold" and "hot" in cold["tiers"]
+    assert "tier_cold" in cold["timings_ms"] and "tier_hot" in cold["timings_ms"]
+    assert services.after_recall.flush(10)
+    top3 = [r["id"] for r in cold["results"][:3]]
+    assert sorted(services.hot_tier.members(bank)) == sorted(top3)
+
+    again = _recall(client, bank)
+    assert again["tiers"] == ["hot"], again["tier_reason"]
+    assert sorted(r["id"] for r in again["results"]) == sorted(top3)
+    assert all(r["scores"]["via"] == "cue" for r in again["results"])
+    assert again["results"][0]["scores"]["similarity"] > 0.99
+    assert again["counts"]["hot_hits"] == 3
+    # cold-only on request, whatever tier 1 holds
+    only_cold = _recall(client, bank, tiers=["cold"])
+    assert only_cold["tiers"] == ["cold"] and only_cold["recipe"] == "cold"
+
+
+def test_token_budget_policy(client, services):
+    bank = "cascade-policy"
+    _retain(client, bank, NOTES)
+    skipped = _recall(client, bank, context_tokens_left=300)
+    assert skipped["results"] == [] and skipped["tiers"] == []
+    assert "skipped" in skipped["tier_reason"]
+    # tier 1 is empty: hot-only answers with nothing rather than paying for the cold tier
+    hot_only = _recall(client, bank, context_tokens_left=1_500)
+    assert hot_only["tiers"] == ["hot"] and hot_only["results"] == []
+    full = _recall(client, bank, context_tokens_left=20_000)
+    assert full["tiers"][-1] == "cold" and len(full["results"]) <= 10
+    assert services.after_recall.flush(10)
+    compact = _recall(client, bank, context_tokens_left=1_500)
+    assert compact["tiers"] == ["hot"] and 1 <= len(compact["results"]) <= 3
+    assert set(compact["results"][0]) == {"id", "text", "kind", "layer", "tokens", "scores"}
+    assert client.post(f"/v1/default/banks/{bank}/memories/recall",
+                       json={"query": Q, "context_tokens_left": -5}).status_code == 400
+    r = client.get(f"/banks/{bank}/recall?query=payroll&tiers=hot,lukewarm")
+    assert r.status_code == 400
+    r = client.get(f"/banks/{bank}/recall?query=payroll&tiers=cold&context_tokens_left=9000")
+    assert r.status_code == 200 and r.get_json()["tiers"] == ["cold"]
+
+
+def test_tier_1_never_serves_a_replaced_unit(client, services):
+    bank = "cascade-stale"
+    _retain(client, bank, NOTES)
+    first = _recall(client, bank)
+    assert services.after_recall.flush(10)
+    hot = set(services.hot_tier.members(bank))
+    # every hot unit's document gets a new text: the hot units are invalidated in PostgreSQL
+    docs = {r["document_id"] for r in first["results"] if r["id"] in hot}
+    items = [{"content": f"Zed: note {d} was withdrawn.", "document_id": d} for d in docs]
+    r = client.post(f"/v1/default/banks/{bank}/memories", json={"items": items, "async": False})
+    assert r.status_code == 200
+    again = _recall(client, bank)
+    assert again["tiers"][-1] != "hot"
+    assert not hot & {r["id"] for r in again["results"]}
+
+
+def test_redis_down_tiers_2_and_3_answer(settings, client):
+    bank = "cascade-no-redis"
+    _retain(client, bank, NOTES)
+    dead = settings.model_copy(update={"redis_url": "redis://127.0.0.1:1/0"})
+    svc = bootstrap(dead)
+    c = create_app(services=svc, enqueue=lambda *_: None).test_client()
+    try:
+        out = _recall(c, bank)
+        assert out["results"] and out["tiers"][-1] == "cold" and "hot" not in out["tiers"]
+        assert any(d.startswith("hot: Redis unavailable") for d in out["degraded"])
+        out2 = _recall(c, bank)  # the breaker is open: no second wait on the dead socket
+        assert any("retrying in" in d for d in out2["degraded"])
+        assert [r["id"] for r in out2["results"]] == [r["id"] for r in out["results"]]
+    finally:
+        svc.close()
