@@ -23,8 +23,9 @@ import re
 
 from rcll.search.state import RecallState
 
-# A unit's speaker: a label of 1–40 characters (no colon or line break) then ": ".
-SPEAKER = re.compile(r"\s*([^\s:][^:\n]{0,39}):\s")
+# A unit's speaker: a name of one to three words of letters ("Caroline", "Dr. Ana Lima",
+# "user"), at most 40 characters, then ": ".
+SPEAKER = re.compile(r"\s*([^\W\d_]+(?:[ .'-]+[^\W\d_]+){0,2}\.?):\s")
 FIRST_PERSON = re.compile(r"\b(?:i|me|my|mine|myself)\b", re.IGNORECASE)
 SECOND_PERSON = re.compile(r"\b(?:you|your|yours|yourself)\b", re.IGNORECASE)
 
@@ -32,7 +33,7 @@ SECOND_PERSON = re.compile(r"\b(?:you|your|yours|yourself)\b", re.IGNORECASE)
 def unit_speaker(text: str) -> str | None:
     """The speaker label a unit's text starts with, lower-cased (``"caroline"``), else None."""
     m = SPEAKER.match(text or "")
-    return m.group(1).strip().lower() if m else None
+    return m.group(1).strip().lower() if m and len(m.group(1)) <= 40 else None
 
 
 def query_targets(query: str, speakers: set[str], first_person=("user",),

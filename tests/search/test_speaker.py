@@ -26,7 +26,9 @@ def test_speaker_of_a_unit_and_targets_of_a_query():
     assert unit_speaker("Caroline: I went to the support group.") == "caroline"
     assert unit_speaker("user: Can you try again?") == "user"
     assert unit_speaker("No label here, just text.") is None
-    assert unit_speaker("Time: 10:30 meeting") == "time"  # any short label counts
+    assert unit_speaker("Dr. Ana Lima: the results are in.") == "dr. ana lima"
+    assert unit_speaker("Step 3: restart the server") is None  # a name has no digits
+    assert unit_speaker("Time: 10:30 meeting") == "time"  # a one-word label counts
     people = {"caroline", "melanie"}
     assert query_targets("When did Caroline go to the LGBTQ support group?", people) == {"caroline"}
     assert query_targets("What do Caroline and Melanie both like?", people) == people
