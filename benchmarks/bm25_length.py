@@ -14,8 +14,9 @@ session recall_all@5, p50/p95 (ms, in-process) and the banks' mean length under 
     RCLL_DATABASE_URL=... python benchmarks/bm25_length.py longmemeval \\
         ../shared/data/longmemeval/longmemeval_s_dev60.json.gz --ready-banks-only
 
-``--speaker-boosts 0.1,0.25`` adds, per recipe, the recipe with the speaker step
-(:mod:`rcll.search.speaker`) first at each boost, with token lengths; ``--lengths tokens``
+Each recipe runs without the speaker step (:mod:`rcll.search.speaker`; ``cold - speaker``
+when the recipe has one); ``--speaker-boosts 0.1,0.25`` adds, per recipe, that base with the
+step first at each boost, with token lengths (``cold (speaker 0.25)`` is today's ``cold``); ``--lengths tokens``
 leaves the distinct-lexeme variants out. Choose on LoCoMo, confirm on LongMemEval (never
 fitted to the latter).
 """
@@ -89,13 +90,19 @@ def main() -> None:
         print(f"{len(questions)} questions of banks whose retain jobs have all ended")
     if not questions:
         raise SystemExit("no questions to ask")
-    variants = [(r, n) for r in recipes for n in args.lengths.split(",")]
-    all_recipes = dict(RECIPES)
+    # each recipe without its speaker step (named "<recipe> - speaker" if it had one); with
+    # --speaker-boosts, that base plus the step first at each boost
+    all_recipes, bases = dict(RECIPES), {}
+    for r in recipes:
+        steps = tuple(s for s in RECIPES[r].steps if s.name != "speaker")
+        name = r if steps == RECIPES[r].steps else f"{r} - speaker"
+        all_recipes[name] = bases[r] = replace(RECIPES[r], name=name, steps=steps)
+    variants = [(bases[r].name, n) for r in recipes for n in args.lengths.split(",")]
     for r in recipes:
         for b in boosts:
-            name = f"{r} + speaker {b:g}"
-            all_recipes[name] = replace(RECIPES[r], name=name,
-                                        steps=(Step.of("speaker", boost=b), *RECIPES[r].steps))
+            name = f"{r} + speaker {b:g}" if bases[r].name == r else f"{r} (speaker {b:g})"
+            all_recipes[name] = replace(bases[r], name=name,
+                                        steps=(Step.of("speaker", boost=b), *bases[r].steps))
             variants.append((name, "tokens"))
     records: dict = {v: [] for v in variants}
     lat: dict = {v: [] for v in variants}

@@ -62,6 +62,13 @@ CONTEXT_MAX_AVGDL = 24.0
 # an L0 unit absorbs its near-duplicates instead of being collapsed and added back.
 POST = (Step.of("worth"), Step.of("l0"), Step.of("collapse_duplicates", cosine=0.88))
 
+# The speaker prior (rcll.search.speaker): a question naming one speaker (LoCoMo) or asked in
+# the first person of a chat's user (LongMemEval) lifts that speaker's turns by 1 + 0.25.
+# Chosen on LoCoMo (benchmarks/bm25_length.py, 1,536 q, cold, turn nDCG@5 / recall@10:
+# 0.520 / 0.746 without, 0.560 / 0.761 at 0.25, 0.560 / 0.759 at 0.5), confirmed on
+# LongMemEval_S dev (README "Recall quality").
+SPEAKER = Step.of("speaker", boost=0.25)
+
 # Hybrid weighs the dense channel 0.3 against lexical 1.0 in RRF (k = 60). Measured with
 # benchmarks/fusion_sweep.py, turn level, recall@10 / nDCG@5:
 #   LoCoMo (1,536 q):       BM25 0.601 / 0.439, MiniLM 0.439 / 0.266,
@@ -76,18 +83,18 @@ RECIPES: dict[str, Recipe] = {
     "lexical": Recipe("lexical", ("lexical",), steps=POST),
     # cold: what measured better on both datasets (benchmarks/recall_ablation.py, README
     # "Recall quality"): hybrid's weights, the lexical channel with neighbour context in
-    # banks of short units, the temporal channel, then rerank (when a model is configured),
-    # trust, expansion and post-processing.
+    # banks of short units, the temporal channel, then the speaker prior, rerank (when a
+    # model is configured), trust, expansion and post-processing.
     "cold": Recipe("cold", ("dense", "lexical", "temporal"),
                    {"dense": 0.3, "lexical": 1.0, "temporal": 0.3},
-                   steps=(Step.of("rerank"), Step.of("trust"), Step.of("expand"), *POST),
+                   steps=(SPEAKER, Step.of("rerank"), Step.of("trust"), Step.of("expand"), *POST),
                    params={"lexical": {"context": 0.5, "context_max_avgdl": CONTEXT_MAX_AVGDL}}),
     # full: cold plus the graph channel — all four channels of spec §5. The graph channel
     # measured neutral on LoCoMo and negative on LongMemEval at weights 0.05–0.3, so it is
     # not in the default.
     "full": Recipe("full", ("dense", "lexical", "graph", "temporal"),
                    {"dense": 0.3, "lexical": 1.0, "graph": 0.1, "temporal": 0.3},
-                   steps=(Step.of("rerank"), Step.of("trust"), Step.of("expand"), *POST),
+                   steps=(SPEAKER, Step.of("rerank"), Step.of("trust"), Step.of("expand"), *POST),
                    params={"lexical": {"context": 0.5, "context_max_avgdl": CONTEXT_MAX_AVGDL}}),
 }
 
