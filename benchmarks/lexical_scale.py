@@ -9,8 +9,8 @@ turns) and is asked conv-26's questions; the big banks are asked questions from 
 conversations.
 
 Phase ``before``: the previous schema's one GIN index over all banks (``gin (tsv)``) and the
-previous query (per-query df counts, the average length (token count since migration 0015), every match's tsvector unnested) —
-exact BM25, kept here as the baseline. Phase ``after``: the bank-leading index of migration
+previous query (per-query df counts, the average length — the token count since migration
+0015 — every match's tsvector unnested): exact BM25, kept here as the baseline. Phase ``after``: the bank-leading index of migration
 0006 and ``rcll.search.lexical.lexical_candidates``. Times are client-side around one call
 on the same machine (PostgreSQL on loopback), after one warm-up pass::
 
