@@ -16,9 +16,9 @@ session recall_all@5, p50/p95 (ms, in-process) and the banks' mean length under 
 
 Each recipe runs without the speaker step (:mod:`rcll.search.speaker`; ``cold - speaker``
 when the recipe has one); ``--speaker-boosts 0.1,0.25`` adds, per recipe, that base with the
-step first at each boost, with token lengths (``cold (speaker 0.25)`` is today's ``cold``); ``--lengths tokens``
-leaves the distinct-lexeme variants out. Choose on LoCoMo, confirm on LongMemEval (never
-fitted to the latter).
+step first at each boost, with token lengths (``cold (speaker 0.25)`` is today's ``cold``);
+``--lengths tokens`` leaves the distinct-lexeme variants out. Choose on LoCoMo, confirm on
+LongMemEval (never fitted to the latter).
 """
 
 from __future__ import annotations

@@ -10,9 +10,10 @@ conversations.
 
 Phase ``before``: the previous schema's one GIN index over all banks (``gin (tsv)``) and the
 previous query (per-query df counts, the average length — the token count since migration
-0015 — every match's tsvector unnested): exact BM25, kept here as the baseline. Phase ``after``: the bank-leading index of migration
-0006 and ``rcll.search.lexical.lexical_candidates``. Times are client-side around one call
-on the same machine (PostgreSQL on loopback), after one warm-up pass::
+0015 — every match's tsvector unnested): exact BM25, kept here as the baseline. Phase
+``after``: the bank-leading index of migration 0006 and
+``rcll.search.lexical.lexical_candidates``. Times are client-side around one call on the
+same machine (PostgreSQL on loopback), after one warm-up pass::
 
     PYTHONPATH=. python benchmarks/lexical_scale.py --scale 0.1   # ~50k units, a minute or two
     PYTHONPATH=. python benchmarks/lexical_scale.py               # 410k units, ~15 min

@@ -2,9 +2,9 @@
 
 Timings live in ``benchmarks/lexical_scale.py``; these tests pin the mechanisms: the
 full-text index is led by ``bank_id`` (a bank reads only its own postings), each unit's
-token count (BM25's document length) is stored, new units go straight into the index (no pending list that every
-bank's scan reads), and BM25 scores at most ``score_budget`` postings — exactly when
-all kept terms fit, rarest terms first when they do not.
+token count (BM25's document length) is stored, new units go straight into the index (no
+pending list that every bank's scan reads), and BM25 scores at most ``score_budget``
+postings — exactly when all kept terms fit, rarest terms first when they do not.
 """
 
 import math

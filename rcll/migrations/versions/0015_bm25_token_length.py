@@ -1,11 +1,12 @@
 """BM25 document length: a unit's token count, not its number of distinct lexemes.
 
-``tsv_len`` (migration 0006) was ``length(tsvector)``, the number of *distinct* lexemes. Okapi
-BM25's document length ``dl`` counts the document's tokens, in the same unit as its term
-frequencies (Robertson & Zaragoza 2009, "The Probabilistic Relevance Framework: BM25 and
-Beyond": dl is the document's length, normalised by the collection's average avgdl). The two agree on short chat turns (LoCoMo: 14.3 lexemes,
-14.8 tokens on average) but not on long texts that repeat their words, which distinct-lexeme
-length under-penalises: LongMemEval_S's chunks of long assistant turns.
+``tsv_len`` (migration 0006) was ``length(tsvector)``, the number of *distinct* lexemes.
+Okapi BM25's document length ``dl`` counts the document's tokens, in the same unit as its
+term frequencies (Robertson & Zaragoza 2009, "The Probabilistic Relevance Framework: BM25
+and Beyond": dl is the document's length, normalised by the collection's average, avgdl). The
+two agree on short chat turns (LoCoMo: 14.3 lexemes, 14.8 tokens on average) but not on long
+texts that repeat their words, which distinct-lexeme length under-penalises: LongMemEval_S's
+chunks of long assistant turns.
 
 ``tsv_len`` is now ``rcll_tsv_token_count(rcll_lex_tsvector(text))``: the sum over the
 lexemes of the unit's vector of their positions, i.e. the same tf the scoring reads
