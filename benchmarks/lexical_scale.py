@@ -9,10 +9,11 @@ turns) and is asked conv-26's questions; the big banks are asked questions from 
 conversations.
 
 Phase ``before``: the previous schema's one GIN index over all banks (``gin (tsv)``) and the
-previous query (per-query df counts, avg(length(tsv)), every match's tsvector unnested) —
-exact BM25, kept here as the baseline. Phase ``after``: the bank-leading index of migration
-0006 and ``rcll.search.lexical.lexical_candidates``. Times are client-side around one call
-on the same machine (PostgreSQL on loopback), after one warm-up pass::
+previous query (per-query df counts, the average length — the token count since migration
+0015 — every match's tsvector unnested): exact BM25, kept here as the baseline. Phase
+``after``: the bank-leading index of migration 0006 and
+``rcll.search.lexical.lexical_candidates``. Times are client-side around one call on the
+same machine (PostgreSQL on loopback), after one warm-up pass::
 
     PYTHONPATH=. python benchmarks/lexical_scale.py --scale 0.1   # ~50k units, a minute or two
     PYTHONPATH=. python benchmarks/lexical_scale.py               # 410k units, ~15 min
@@ -47,13 +48,15 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
 def old_lexical(conn, q: RecallQuery, bank_id: str, *, limit: int, df_cutoff: float):
-    """The lexical query before migration 0006 (exact BM25), verbatim but for the terms."""
+    """The lexical query before migration 0006 (exact BM25), verbatim but for the terms and
+    BM25's length: the token count of migration 0015, computed per query as the old query
+    computed its lexeme count, so the overlap with the new query measures pruning only."""
     terms = query_terms(conn, q.query)
     if not terms:
         return []
     where, params = unit_filter(q, bank_id)
     stats = conn.execute(
-        f"""SELECT count(*) AS n, coalesce(avg(length(u.tsv)), 0) AS avgdl
+        f"""SELECT count(*) AS n, coalesce(avg(rcll_tsv_token_count(u.tsv)), 0) AS avgdl
             FROM memory_units u WHERE {where}""", params).fetchone()
     n, avgdl = int(stats["n"]), float(stats["avgdl"]) or 1.0
     if n == 0:
@@ -75,7 +78,7 @@ def old_lexical(conn, q: RecallQuery, bank_id: str, *, limit: int, df_cutoff: fl
     idf = [math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in kept]
     rows = conn.execute(
         f"""WITH qt AS (SELECT * FROM unnest(%(terms)s::text[], %(idf)s::float8[]) AS qt(term, idf)),
-                 cand AS (SELECT u.id, u.tsv, length(u.tsv)::float8 AS dl FROM memory_units u
+                 cand AS (SELECT u.id, u.tsv, rcll_tsv_token_count(u.tsv)::float8 AS dl FROM memory_units u
                           WHERE {where} AND u.tsv @@ %(tsq)s::tsquery)
             SELECT c.id, sum(qt.idf * (tf.v * %(k1p1)s)
                          / (tf.v + %(k1)s * (1 - %(b)s + %(b)s * c.dl / %(avgdl)s))) AS score

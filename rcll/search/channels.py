@@ -91,7 +91,8 @@ class LexicalChannel:
     def candidates(self, conn, scope, pq, ctx, context: float = 0.0,
                    context_max_avgdl: float | None = None) -> ChannelOutput:
         """``context``: weight γ of the neighbours' words (0 = the unit's own text only),
-        applied in banks whose units average ≤ ``context_max_avgdl`` lexemes (None: all)."""
+        applied in banks whose units average ≤ ``context_max_avgdl`` tokens (BM25's avgdl; None:
+        all)."""
         cands, info = lexical_candidates(conn, _ScopedQuery(pq.request, scope), scope.bank_id,
                                          limit=ctx.candidates_per_channel,
                                          df_cutoff=ctx.lexical_df_cutoff,

@@ -5,8 +5,9 @@ runs (``rcll_lex_query_tsvector``, migration 0006); units are indexed the same w
 (``memory_units.tsv``, one GIN index led by ``bank_id`` so a bank reads only its postings).
 
 ``ts_rank`` has no inverse document frequency, so ranking is BM25 computed in SQL from the
-stored ``tsvector`` (term frequency = positions per lexeme, length = lexemes per unit,
-stored as ``tsv_len``):
+stored ``tsvector`` (term frequency = positions per lexeme; document length = the unit's
+token count, Σ tf over all its lexemes, stored as ``tsv_len`` by migration 0015 — before it,
+the number of distinct lexemes, which under-penalised long units repeating their words):
 score = Σ_t idf(t) · tf·(k1+1) / (tf + k1·(1 − b + b·dl/avgdl)), idf(t) = ln(1 + (N − df + ½)/(df + ½))
 (Robertson & Zaragoza 2009, "The Probabilistic Relevance Framework: BM25 and Beyond";
 k1 = 1.2, b = 0.75).
@@ -59,13 +60,21 @@ EXACT_DF_CAP = SCORE_BUDGET
 # temporal links are 2 per unit each way (rcll.retain.entity_stage), so 4 in a conversation;
 # the cap bounds the fan-out should a bank hold more.
 CONTEXT_FANOUT = 8
+# SQL for a unit's BM25 document length, ``{u}`` being the unit's table alias: the stored
+# token count (migration 0015). benchmarks/bm25_length.py substitutes inline definitions to
+# compare length notions side by side on one database.
+DOC_LEN = "{u}.tsv_len"
+
+
+def _dl(alias: str) -> str:
+    return DOC_LEN.format(u=alias)
 
 
 # tf from the unit's tsvector reduced to the query's lexemes (setweight marks them,
 # ts_filter keeps them): 6x cheaper than unnesting every lexeme of every candidate.
 _PLAIN_SQL = """
 WITH qt AS (SELECT * FROM unnest(%(terms)s::text[], %(idf)s::float8[]) AS qt(term, idf)),
-     cand AS (SELECT u.id, u.tsv_len::float8 AS dl,
+     cand AS (SELECT u.id, ({dl_u})::float8 AS dl,
                      ts_filter(setweight(u.tsv, 'A', %(terms)s::text[]), '{{a}}') AS qv
               FROM memory_units u
               WHERE {where} AND u.tsv @@ %(tsq)s::tsquery)
@@ -115,10 +124,10 @@ WITH qt AS (SELECT * FROM unnest(%(terms)s::text[], %(idf)s::float8[]) AS qt(ter
      tgt AS MATERIALIZED (
          SELECT u.id, u.dl, u.dl + coalesce(n.len, 0) AS dl_aug
          FROM (SELECT DISTINCT target FROM agg) a
-         CROSS JOIN LATERAL (SELECT u.id, u.tsv_len::float8 AS dl FROM memory_units u
+         CROSS JOIN LATERAL (SELECT u.id, ({dl_u})::float8 AS dl FROM memory_units u
                              WHERE u.id = a.target AND {where} LIMIT 1) u
          CROSS JOIN LATERAL (
-             SELECT %(gamma)s * sum(l.weight * o.tsv_len) AS len FROM (
+             SELECT %(gamma)s * sum(l.weight * ({dl_o})) AS len FROM (
                  SELECT to_unit AS nb, weight FROM memory_links
                  WHERE from_unit = u.id AND type = 'temporal'
                  UNION ALL
@@ -180,19 +189,19 @@ def _bank_stats(conn: Connection, where: str, params: dict, terms: list[str],
     sample times N.
     """
     row = conn.execute(
-        f"""SELECT count(*) AS n, coalesce(avg(s.tsv_len), 0) AS avgdl
-            FROM (SELECT u.tsv_len FROM memory_units u WHERE {where} LIMIT %(cap)s) s""",
+        f"""SELECT count(*) AS n, coalesce(avg(s.dl), 0) AS avgdl
+            FROM (SELECT {_dl("u")} AS dl FROM memory_units u WHERE {where} LIMIT %(cap)s) s""",
         {**params, "cap": exact_max + 1}).fetchone()
     if int(row["n"]) <= exact_max:
         return int(row["n"]), float(row["avgdl"]), None
     # one pass over the sample: each unit's vector reduced to the query's lexemes, unnested
     row = conn.execute(
         f"""WITH s AS MATERIALIZED (
-                 SELECT u.sample_key, u.tsv_len,
+                 SELECT u.sample_key, {_dl("u")} AS dl,
                         ts_filter(setweight(u.tsv, 'A', %(terms)s::text[]), '{{a}}') AS qv
                  FROM memory_units u WHERE {where} ORDER BY u.sample_key LIMIT %(k)s)
             SELECT (SELECT max(sample_key) FROM s) AS kth,
-                   (SELECT count(*) FROM s) AS k, (SELECT avg(tsv_len) FROM s) AS avgdl,
+                   (SELECT count(*) FROM s) AS k, (SELECT avg(dl) FROM s) AS avgdl,
                    (SELECT coalesce(jsonb_object_agg(h.term, h.hits), '{{}}') FROM (
                         SELECT t.lexeme AS term, count(*) AS hits
                         FROM s CROSS JOIN LATERAL unnest(s.qv) AS t GROUP BY 1) h) AS hits""",
@@ -215,7 +224,7 @@ def lexical_candidates(conn: Connection, q: RecallQuery, bank_id: str, *, limit:
     ``context_weight`` γ > 0 scores each unit with its neighbours' words as a second field
     (see :data:`_CONTEXT_SQL`); 0 is plain BM25 over the unit's own text. With
     ``context_max_avgdl`` the context applies only in banks whose units average at most that
-    many lexemes (short chat turns; ``info["context_weight"]`` says what was applied).
+    many tokens (BM25's avgdl: short chat turns; ``info["context_weight"]`` says what was applied).
 
     Also returns ``{"terms", "dropped_terms", "n_units", "scored_terms", "exact"}``: the kept
     terms, the common terms dropped, the bank's live unit count N (estimated above
@@ -274,9 +283,10 @@ def lexical_candidates(conn: Connection, q: RecallQuery, bank_id: str, *, limit:
         context_weight = 0.0
     info["context_weight"] = context_weight
     if context_weight > 0:
-        rows = conn.execute(_CONTEXT_SQL.format(where=where),
+        rows = conn.execute(_CONTEXT_SQL.format(where=where, dl_u=_dl("u"), dl_o=_dl("o")),
                             {**qparams, "gamma": context_weight,
                              "fanout": CONTEXT_FANOUT}).fetchall()
     else:
-        rows = conn.execute(_PLAIN_SQL.format(where=where), qparams).fetchall()
+        rows = conn.execute(_PLAIN_SQL.format(where=where, dl_u=_dl("u")),
+                            qparams).fetchall()
     return [Candidate(str(r["id"]), i, float(r["score"])) for i, r in enumerate(rows, 1)], info

@@ -50,15 +50,24 @@ class Recipe:
 
 
 # The lexical channel's neighbour context lends words to units too short to carry their
-# topic: chat turns. LoCoMo (turns average 14.3 lexemes) gains, LongMemEval_S (chunks of
-# long chat messages, 44.6 lexemes on average) loses; the context applies in banks whose
-# units average at most this many lexemes (benchmarks/recall_ablation.py, README "Recall").
+# topic: chat turns. LoCoMo (turns average 14.8 tokens, 14.3 distinct lexemes) gains,
+# LongMemEval_S (chunks of long chat messages, 61.6 tokens / 44.6 lexemes on average) loses;
+# the context applies in banks whose units average at most this many tokens, BM25's avgdl
+# (benchmarks/recall_ablation.py, README "Recall"). Set on lexemes, the gate separates the
+# two datasets' banks the same way on tokens (LoCoMo banks 12.9–17.0, LongMemEval ≥ 56).
 CONTEXT_MAX_AVGDL = 24.0
 
 # Post-processing every recipe ends with (spec §5): Memory Worth filter, the bank's L0 units
 # always included (placed first), then duplicates within the result collapsed — after l0, so
 # an L0 unit absorbs its near-duplicates instead of being collapsed and added back.
 POST = (Step.of("worth"), Step.of("l0"), Step.of("collapse_duplicates", cosine=0.88))
+
+# The speaker prior (rcll.search.speaker): a question naming one speaker (LoCoMo) or asked in
+# the first person of a chat's user (LongMemEval) lifts that speaker's turns by 1 + 0.25.
+# Chosen on LoCoMo (benchmarks/bm25_length.py, 1,536 q, cold, turn nDCG@5 / recall@10:
+# 0.520 / 0.746 without, 0.560 / 0.761 at 0.25, 0.560 / 0.759 at 0.5), confirmed on
+# LongMemEval_S dev (README "Recall quality").
+SPEAKER = Step.of("speaker", boost=0.25)
 
 # Hybrid weighs the dense channel 0.3 against lexical 1.0 in RRF (k = 60). Measured with
 # benchmarks/fusion_sweep.py, turn level, recall@10 / nDCG@5:
@@ -74,18 +83,18 @@ RECIPES: dict[str, Recipe] = {
     "lexical": Recipe("lexical", ("lexical",), steps=POST),
     # cold: what measured better on both datasets (benchmarks/recall_ablation.py, README
     # "Recall quality"): hybrid's weights, the lexical channel with neighbour context in
-    # banks of short units, the temporal channel, then rerank (when a model is configured),
-    # trust, expansion and post-processing.
+    # banks of short units, the temporal channel, then the speaker prior, rerank (when a
+    # model is configured), trust, expansion and post-processing.
     "cold": Recipe("cold", ("dense", "lexical", "temporal"),
                    {"dense": 0.3, "lexical": 1.0, "temporal": 0.3},
-                   steps=(Step.of("rerank"), Step.of("trust"), Step.of("expand"), *POST),
+                   steps=(SPEAKER, Step.of("rerank"), Step.of("trust"), Step.of("expand"), *POST),
                    params={"lexical": {"context": 0.5, "context_max_avgdl": CONTEXT_MAX_AVGDL}}),
     # full: cold plus the graph channel — all four channels of spec §5. The graph channel
     # measured neutral on LoCoMo and negative on LongMemEval at weights 0.05–0.3, so it is
     # not in the default.
     "full": Recipe("full", ("dense", "lexical", "graph", "temporal"),
                    {"dense": 0.3, "lexical": 1.0, "graph": 0.1, "temporal": 0.3},
-                   steps=(Step.of("rerank"), Step.of("trust"), Step.of("expand"), *POST),
+                   steps=(SPEAKER, Step.of("rerank"), Step.of("trust"), Step.of("expand"), *POST),
                    params={"lexical": {"context": 0.5, "context_max_avgdl": CONTEXT_MAX_AVGDL}}),
 }
 

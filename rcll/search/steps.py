@@ -14,10 +14,12 @@ from rcll.search.adjust import expand_step, trust_step
 from rcll.search.context import context_step
 from rcll.search.post import collapse_duplicates_step, l0_step, worth_step
 from rcll.search.rerank import rerank_step
+from rcll.search.speaker import speaker_step
 from rcll.search.state import RecallState
 
 STEPS: dict[str, Callable[..., None]] = {
     "context": context_step,
+    "speaker": speaker_step,
     "rerank": rerank_step,
     "trust": trust_step,
     "expand": expand_step,

@@ -129,14 +129,14 @@ def test_recall_names_its_recipe_and_rejects_unknown_ones(client, worker, servic
 
 
 def test_neighbour_context_applies_only_in_banks_of_short_units(client, worker, services):
-    _retain(client, "ctx5", _conversation())  # chat turns: ~5 lexemes each
+    _retain(client, "ctx5", _conversation())  # chat turns: ~5 tokens each
     filler = ("the quarterly planning document lists budgets, hiring targets, vendor contracts, "
               "office moves, security reviews, training schedules and travel policies, with "
               "laptops, monitors, parking permits, catering menus, printer toner, insurance "
               "renewals, audit findings, pension statements, holiday calendars, desk bookings, "
               "bicycle racks, shower lockers, visitor badges, coffee machines and plant care")
     long_items = [{"content": f"Ana: {filler} item {i}", "timestamp": TS, "context": "doc",
-                   "document_id": f"l{i}"} for i in range(4)]  # ~40 lexemes
+                   "document_id": f"l{i}"} for i in range(4)]  # ~40 tokens
     _retain(client, "ctx6", long_items)
     ctx = services.recall_context()
     short = recall(ctx, "ctx5", RecallQuery(query="parade", recipe="full"))

@@ -1,9 +1,16 @@
-"""The lexical channel's SQL BM25 equals a direct computation of the same formula."""
+"""The lexical channel's SQL BM25 equals a direct computation of the same formula, with
+Okapi BM25's document length: the unit's token count (Σ tf over its lexemes), not its number
+of distinct lexemes (migration 0015)."""
 
 import math
 
+import psycopg
+from alembic import command
+
+from rcll.dev import postgres
 from rcll.search.lexical import K1, B, lexical_candidates, query_terms
 from rcll.search.models import RecallQuery
+from rcll.store import migrate
 
 DOCS = {
     "a": "The red fox jumps over the red fence.",
@@ -28,7 +35,9 @@ def test_bm25_matches_reference(client, services):
                WHERE u.bank_id = %s""", (bank,)).fetchall()}
         terms = query_terms(conn, "red fox")
     assert terms == ["red", "fox"] and info["dropped_terms"] == []  # < 3 terms: nothing dropped
-    n, avgdl = len(DOCS), sum(len(v) for v in vecs.values()) / len(DOCS)
+    dl = {k: sum(v.values()) for k, v in vecs.items()}  # tokens: "a" has 5 (red twice) in 4 lexemes
+    assert (dl["a"], len(vecs["a"])) == (5, 4)
+    n, avgdl = len(DOCS), sum(dl.values()) / len(DOCS)
     expected = {}
     for k, tf in vecs.items():
         s = 0.0
@@ -36,7 +45,7 @@ def test_bm25_matches_reference(client, services):
             if t in tf:
                 df = sum(t in v for v in vecs.values())
                 idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
-                s += idf * tf[t] * (K1 + 1) / (tf[t] + K1 * (1 - B + B * len(tf) / avgdl))
+                s += idf * tf[t] * (K1 + 1) / (tf[t] + K1 * (1 - B + B * dl[k] / avgdl))
         if s:
             expected[k] = s
     got = {ids[c.unit_id]: c.score for c in cands}
@@ -57,3 +66,54 @@ def test_common_terms_dropped_from_three_terms_up(client, services):
         cands, info = lexical_candidates(conn, q, bank, limit=20, df_cutoff=0.15)
     assert "carolin" in info["dropped_terms"]
     assert len(cands) == 1  # only the puppy turn matches the kept terms
+
+
+def test_length_counts_tokens_so_repetition_is_penalised(client, services):
+    """Two units with the same lexemes: the one repeating its words is longer, so the same
+    single match scores lower (with distinct-lexeme length the two scored the same)."""
+    bank = "bm25-len"
+    items = [{"content": "The kettle whistled in the kitchen.", "document_id": "short"},
+             {"content": "The kettle whistled in the kitchen, kitchen, kitchen, kitchen and "
+                         "kitchen whistled, whistled, whistled.", "document_id": "long"},
+             {"content": "Plants on the windowsill.", "document_id": "other"}]
+    client.post(f"/v1/default/banks/{bank}/memories", json={"items": items, "async": False})
+    with services.pool.connection() as conn:
+        lens = {r["document_id"]: (r["tsv_len"], r["lexemes"]) for r in conn.execute(
+            """SELECT d.document_id, u.tsv_len, length(u.tsv) AS lexemes
+               FROM memory_units u JOIN documents d ON d.id = u.document_id
+               WHERE u.bank_id = %s""", (bank,)).fetchall()}
+        cands, _ = lexical_candidates(conn, RecallQuery(query="kettle", channels="lexical"),
+                                      bank, limit=10, df_cutoff=0.15)
+        ids = {str(r["id"]): r["document_id"] for r in conn.execute(
+            """SELECT u.id, d.document_id FROM memory_units u JOIN documents d ON d.id = u.document_id
+               WHERE u.bank_id = %s""", (bank,)).fetchall()}
+    assert lens == {"short": (3, 3), "long": (10, 3), "other": (2, 2)}
+    assert [ids[c.unit_id] for c in cands] == ["short", "long"]
+    assert cands[0].score > cands[1].score
+
+
+def test_migration_0015_recomputes_existing_lengths(settings):
+    """Upgrading a database holding units rewrites their ``tsv_len`` to token counts, keeps the
+    covering index over it, and the downgrade restores distinct-lexeme counts."""
+    db = "rcll_mig15"
+    postgres.create_database(settings, db, drop=True)
+    url = f"postgresql://rcll@127.0.0.1:{settings.pg_port}/{db}"
+    migrate.upgrade(settings, url, "0014")
+    text = "The cat saw a cat, and another cat saw the dog."  # cat×3 saw×2 anoth dog
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("INSERT INTO memory_banks (id, name) VALUES ('m', 'm')")
+        conn.execute("INSERT INTO memory_units (bank_id, text) VALUES ('m', %s)", (text,))
+        before = conn.execute("SELECT tsv_len FROM memory_units").fetchone()[0]
+    migrate.upgrade(settings, url, "0015")
+    with psycopg.connect(url, autocommit=True) as conn:
+        after = conn.execute("SELECT tsv_len FROM memory_units").fetchone()[0]
+        index = conn.execute("SELECT indexdef FROM pg_indexes "
+                             "WHERE indexname = 'memory_units_bank_live'").fetchone()[0]
+        stripped = conn.execute(
+            "SELECT rcll_tsv_token_count(strip(rcll_lex_tsvector(%s)))", (text,)).fetchone()[0]
+    command.downgrade(migrate.alembic_config(url), "0014")
+    with psycopg.connect(url, autocommit=True) as conn:
+        restored = conn.execute("SELECT tsv_len FROM memory_units").fetchone()[0]
+    assert (before, after, restored) == (4, 7, 4)
+    assert "INCLUDE (layer, room, hall, tsv_len)" in index
+    assert stripped == 4  # a lexeme without positions counts once

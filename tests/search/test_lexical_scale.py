@@ -2,9 +2,9 @@
 
 Timings live in ``benchmarks/lexical_scale.py``; these tests pin the mechanisms: the
 full-text index is led by ``bank_id`` (a bank reads only its own postings), each unit's
-lexeme count is stored, new units go straight into the index (no pending list that every
-bank's scan reads), and BM25 scores at most ``score_budget`` postings — exactly when
-all kept terms fit, rarest terms first when they do not.
+token count (BM25's document length) is stored, new units go straight into the index (no
+pending list that every bank's scan reads), and BM25 scores at most ``score_budget``
+postings — exactly when all kept terms fit, rarest terms first when they do not.
 """
 
 import math
@@ -19,7 +19,8 @@ from tests.conftest import TEST_DB
 def test_fulltext_index_is_led_by_bank(client, services):
     bank = "scale-idx"
     client.post(f"/v1/default/banks/{bank}/memories", json={"items": [
-        {"content": "The boiler was serviced in October.", "document_id": "a"}], "async": False})
+        {"content": "The boiler was serviced in October; the boiler is fine.",
+         "document_id": "a"}], "async": False})
     with services.pool.connection() as conn:
         defs = [r["indexdef"] for r in conn.execute(
             "SELECT indexdef FROM pg_indexes WHERE tablename = 'memory_units' "
@@ -28,7 +29,8 @@ def test_fulltext_index_is_led_by_bank(client, services):
                             "WHERE bank_id = %s", (bank,)).fetchall()
     # one GIN index, bank first: no index over every bank's postings
     assert [d.split("USING ")[1] for d in defs] == ["gin (bank_id, tsv) WITH (fastupdate=off)"]
-    assert [(r["tsv_len"], r["n"]) for r in lens] == [(3, 3)]  # boiler, servic, octob
+    # 5 tokens (boiler twice, servic, octob, fine) in 4 lexemes
+    assert [(r["tsv_len"], r["n"]) for r in lens] == [(5, 4)]
 
 
 def test_bm25_scoring_is_bounded_to_rarest_terms(client, services):
@@ -91,7 +93,8 @@ def test_new_units_skip_the_gin_pending_list(client, services, settings):
     with admin, services.pool.connection() as conn:
         admin.execute("CREATE EXTENSION IF NOT EXISTS pgstattuple")
         client.post(f"/v1/default/banks/{other}/memories", json={"items": [
-            {"content": "The boiler was serviced in October.", "document_id": "a"}],
+            {"content": "The boiler was serviced in October; the boiler is fine.",
+         "document_id": "a"}],
             "async": False})
         conn.execute(
             """INSERT INTO memory_units (bank_id, text, token_count)
