@@ -28,7 +28,7 @@ from alembic import op
 from rcll.cascade.lsh import BITS, DIMS, FUNCTION, SEED, signature_function_sql
 
 revision = "0016"
-down_revision = "0014"
+down_revision = "0015"
 branch_labels = None
 depends_on = None
 
