@@ -20,7 +20,7 @@
   (``benchmarks/warm_tier.py``, ``big_bank``).
 
 Revision ID: 0016
-Revises: 0014 (re-chained at merge)
+Revises: 0015
 """
 
 from alembic import op
