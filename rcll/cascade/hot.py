@@ -59,9 +59,26 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-ACTIVATION_WEIGHT = 0.01
-"""Weight of σ(B) in the rank of a hit: at most 0.01 of cosine, i.e. activation breaks
-near-ties only (module docstring)."""
+ACTIVATION_WEIGHT = 0.001
+"""Weight of σ(B) in the rank of a hit: at most 0.001 of cosine, i.e. activation breaks
+near-ties only (module docstring) — less than one :data:`CUE_RANK_STEP`, so it never
+reorders the units a re-asked question got back."""
+CUE_RANK_STEP = 0.002
+"""A cue is stored scaled by ``1 − CUE_RANK_STEP · rank`` (rank 0 = the best result of the
+recall that left it, capped at :data:`CUE_RANK_CAP`): re-asking that question scores its
+units 1.0, 0.998, 0.996, … — the order recall gave them, which ties at 1.0 would lose.
+0.002 is four float16 steps below 1.0 (spacing 0.00049), so the order survives storage."""
+CUE_RANK_CAP = 25
+
+
+def cue_weight(rank: int) -> float:
+    """The scale of a cue left by a result at 0-based ``rank`` (:data:`CUE_RANK_STEP`)."""
+    return 1.0 - CUE_RANK_STEP * min(rank, CUE_RANK_CAP)
+
+
+def _cosine(a: np.ndarray, b: np.ndarray) -> float:
+    na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
+    return float(a @ b) / (na * nb) if na and nb else 0.0
 CUE_DUPLICATE_COSINE = 0.995
 """A retrieving query this close to a cue the unit already holds is not stored again (a
 re-asked question would otherwise fill every cue slot with itself)."""
@@ -198,12 +215,13 @@ class _BankCache:
             self.cues_of[slot] = rows
 
 
-def _f16(vec: np.ndarray) -> bytes:
+def _f16(vec: np.ndarray, scale: float = 1.0) -> bytes:
+    """``vec`` normalised, times ``scale`` (a cue's rank weight), as float16 bytes."""
     v = np.asarray(vec, dtype=np.float32).reshape(-1)
     n = float(np.linalg.norm(v))
     if n > 0:
         v = v / n
-    return v.astype("<f2").tobytes()
+    return (v * np.float32(scale)).astype("<f2").tobytes()
 
 
 def _from_f16(raw: bytes) -> np.ndarray:
@@ -507,20 +525,23 @@ class HotTier:
         present, *cue_lists = pipe.execute()
         members = [u for u, p in zip(ids, present, strict=True) if p is not None]
         cue_of: dict[str, bool] = {}
+        cue_bytes: dict[str, bytes] = {}
         if want_cue:
-            qb = _f16(query_vector)
-            q = _from_f16(qb)
-            for u, p, cl in zip(ids, present, cue_lists, strict=True):
-                if p is not None:
-                    cue_of[u] = not any(float(_from_f16(c) @ q) >= CUE_DUPLICATE_COSINE
-                                        for c in cl)
+            q = np.asarray(query_vector, dtype=np.float32).reshape(-1)
+            q = q / (float(np.linalg.norm(q)) or 1.0)
+            for rank, (u, p, cl) in enumerate(zip(ids, present, cue_lists, strict=True)):
+                if p is None:
+                    continue
+                cue_of[u] = not any(_cosine(_from_f16(c), q) >= CUE_DUPLICATE_COSINE
+                                    for c in cl)
+                cue_bytes[u] = _f16(q, cue_weight(rank))
         if members:
             pipe = self.r.pipeline(transaction=True)
             for u in members:
                 pipe.lpush(k(f"t:{u}"), repr(now)).ltrim(k(f"t:{u}"), 0, self.history - 1)
                 pipe.hincrby(k("n"), u, 1).hsetnx(k("f"), u, repr(now))
                 if cue_of.get(u):
-                    pipe.lpush(k(f"c:{u}"), qb).ltrim(k(f"c:{u}"), 0, self.cues - 1)
+                    pipe.lpush(k(f"c:{u}"), cue_bytes[u]).ltrim(k(f"c:{u}"), 0, self.cues - 1)
             cued = [u for u in members if cue_of.get(u)]
             if cued:
                 self._bump_in(pipe, bank_id, cued)
