@@ -94,8 +94,10 @@ class Cascade:
     def recall(self, bank_id: str, q: RecallQuery) -> RecallResult:
         """Answer ``q`` against ``bank_id`` through the tiers its plan allows. Raises
         :class:`BankNotFound`. The result's ``tiers`` lists the tiers tried, the answering
-        one last; ``tier_reason`` says why; ``timings_ms`` (with ``trace``) holds
-        ``tier_hot``, ``tier_warm``, ``tier_cold`` and ``total``."""
+        one last; ``tier_reason`` says why; ``timings_ms`` (with ``trace``, ms) holds
+        ``tier_hot`` and ``tier_warm`` (the lookups), ``tier_hot_verify`` /
+        ``tier_warm_verify`` (hydrating the hits through the caller scope in PostgreSQL, when
+        they were enough to answer), ``tier_cold`` (the whole pipeline) and ``total``."""
         t0 = time.perf_counter()
         p = plan(q)
         scope = CallerScope.for_query(bank_id, q)
@@ -120,14 +122,17 @@ class Cascade:
                 continue
             t = time.perf_counter()
             hits = self._lookup(tier, scope, pq, p, degraded)
+            timings[f"tier_{tier}"] = _ms(t)
             if hits is None:
-                timings[f"tier_{tier}"] = _ms(t)
                 continue
             tried.append(tier)
             for h in hits:
                 pooled.setdefault(h.unit_id, (h.similarity, h.activation, h.via, tier))
+            if len(hits) < self.settings.min_hits and tier != last:
+                continue  # not enough to answer: no need to ask PostgreSQL about them
+            t = time.perf_counter()
             answer = self._answer(bank_id, scope, hits if tier != last else None, pooled, p)
-            timings[f"tier_{tier}"] = _ms(t)
+            timings[f"tier_{tier}_verify"] = _ms(t)
             if len(answer) >= self.settings.min_hits or tier == last:
                 results, used = cut_to_budget(answer, p.max_tokens, p.limit, self.ctx.tokens)
                 promote = [r["id"] for r in results] if tier == "warm" else []
