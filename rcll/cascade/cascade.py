@@ -3,10 +3,11 @@ drawer + LSH shortlist + cosine), tier 3 cold (the full pipeline of
 :func:`rcll.search.recall.recall`), chosen per request by :func:`rcll.cascade.policy.plan`.
 
 A tier *answers* when it has at least ``min_hits`` hits above its similarity threshold that
-PostgreSQL still serves to this caller; otherwise the next tier runs. The last tier a plan
-allows answers with whatever it has. Hits of tiers 1 and 2 are hydrated from PostgreSQL
-through the caller scope (one read-only primary-key query), so a cached id that PostgreSQL
-would not return — superseded, invalidated, deleted, out of scope — is never served.
+PostgreSQL still serves to this caller — and, in tier 1, when a re-asked question's cached
+answer is whole (:func:`rcll.cascade.hot.is_complete_reask`); otherwise the next tier
+runs. The last tier a plan allows answers with whatever it has. Hits of tiers 1 and 2 are
+hydrated from PostgreSQL through the caller scope (one read-only primary-key query), so a
+cached id that PostgreSQL would not return — superseded, invalidated, deleted, out of scope — is never served.
 
 After the response, off the request path (:class:`rcll.cascade.after.AfterRecall`): the
 returned units' activation and cues are recorded, the cold tier's top ``promote_top`` and the
@@ -25,6 +26,7 @@ import threading
 import time
 from dataclasses import dataclass, replace
 
+from rcll.cascade.hot import is_complete_reask
 from rcll.cascade.policy import Plan, plan
 from rcll.errors import BankNotFound
 from rcll.search.budget import cut_to_budget
@@ -116,6 +118,7 @@ class Cascade:
                 degraded.append(f"hot, warm: {pq.vector_error or 'no query vector'}")
 
         last = p.tiers[-1]
+        incomplete = False  # tier 1 held a re-asked question's answer with a part missing
         pooled: dict[str, tuple[float, float | None, str, str]] = {}
         for tier in ("hot", "warm"):
             if tier not in p.tiers or pq is None or pq.vector is None:
@@ -128,7 +131,10 @@ class Cascade:
             tried.append(tier)
             for h in hits:
                 pooled.setdefault(h.unit_id, (h.similarity, h.activation, h.via, tier))
-            if len(hits) < self.settings.min_hits and tier != last:
+            if tier != last and (len(hits) < self.settings.min_hits or (
+                    tier == "hot" and not is_complete_reask(hits, self.settings.promote_top))):
+                if len(hits) >= self.settings.min_hits:
+                    incomplete = True
                 continue  # not enough to answer: no need to ask PostgreSQL about them
             t = time.perf_counter()
             answer = self._answer(bank_id, scope, hits if tier != last else None, pooled, p)
@@ -139,6 +145,7 @@ class Cascade:
                 self._after(bank_id, results, pq, promote)
                 return self._result(results, p, tried, degraded, timings, t0, q, used=used,
                                     hits={tier: len(hits)})
+        counts_extra = {"hot_incomplete_reask": 1} if incomplete else {}
 
         t = time.perf_counter()
         cold_q = q.model_copy(update={"limit": p.limit, "max_tokens": p.max_tokens})
@@ -152,6 +159,7 @@ class Cascade:
         timings["total"] = _ms(t0)
         results = [_compact(r) for r in res.results] if p.compact else res.results
         return replace(res, results=results, tiers=tried, tier_reason=p.reason,
+                       counts={**res.counts, **counts_extra},
                        degraded=degraded + res.degraded,
                        timings_ms=timings if q.trace else None)
 

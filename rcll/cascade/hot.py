@@ -71,6 +71,22 @@ units 1.0, 0.998, 0.996, … — the order recall gave them, which ties at 1.0 w
 CUE_RANK_CAP = 25
 
 
+def is_complete_reask(hits: list[TierHit], top: int) -> bool:
+    """False when ``hits`` look like a re-asked question whose cached answer lost part of
+    itself: the best hit is a cue hit within ``top`` rank steps of 1.0 (a re-ask: rank r of
+    the earlier answer scores 1 − r · :data:`CUE_RANK_STEP`) but the ranks its cue hits
+    imply are not all of 0 … ``top`` − 1 — a unit of that answer was evicted or its cue
+    crowded out. Tier 1 then falls through and the cold tier answers (and re-promotes). True
+    otherwise, including for paraphrases (no hit at ~1.0), which the threshold alone
+    decides."""
+    floor = 1 - CUE_RANK_STEP * (top - 0.5)
+    if not hits or hits[0].via != "cue" or hits[0].similarity <= floor:
+        return True
+    ranks = {round((1 - h.similarity) / CUE_RANK_STEP) for h in hits
+             if h.via == "cue" and h.similarity > floor}
+    return ranks >= set(range(top))
+
+
 def cue_weight(rank: int) -> float:
     """The scale of a cue left by a result at 0-based ``rank`` (:data:`CUE_RANK_STEP`)."""
     return 1.0 - CUE_RANK_STEP * min(rank, CUE_RANK_CAP)
@@ -89,7 +105,7 @@ is milliseconds old when it is promoted; callers that do not say when they read 
 for this whole time. Assumes the hosts' clocks agree to well under this."""
 MAX_CACHED_BANKS = 64
 """Banks whose vectors one process keeps in memory (least recently looked up dropped; at
-most capacity × dim × 4 bytes × (1 + cues) each, 3.9 MB at 512 × 384 × 5)."""
+most capacity × dim × 4 bytes × (1 + cues) each, 7.1 MB at 512 × 384 × 9)."""
 CHANGE_LOG_KEEP = 4096
 """Changes kept in ``chg`` beyond the newest; a process whose cache is older reloads."""
 
@@ -247,7 +263,7 @@ class HotTier:
     """
 
     def __init__(self, redis_client: redis.Redis, *, capacity: int = 512, history: int = 8,
-                 decay: float = 0.5, cues: int = 4, prefix: str = "rcll:hot"):
+                 decay: float = 0.5, cues: int = 8, prefix: str = "rcll:hot"):
         if capacity < 1 or history < 1 or cues < 0:
             raise ValueError("capacity and history must be >= 1, cues >= 0")
         self.r = redis_client

@@ -240,3 +240,25 @@ def test_incremental_cache_matches_a_fresh_load(hot, settings):
         assert [(h.unit_id, h.via, round(h.similarity, 5)) for h in got] == \
             [(h.unit_id, h.via, round(h.similarity, 5)) for h in want], step
     assert hot.size("b") <= 12
+
+
+def test_a_reask_is_served_only_when_its_cached_answer_is_whole():
+    """Cue similarities of a re-asked question sit on the rank lattice 1 − r·step; a gap
+    (a unit evicted, a cue crowded out) sends the question to the next tier."""
+    from rcll.cascade.hits import TierHit
+    from rcll.cascade.hot import CUE_RANK_STEP, cue_weight, is_complete_reask
+
+    def hits(ranks, via="cue", base=1.0):
+        return [TierHit(f"u{r}", base * cue_weight(r), 0.0, via) for r in ranks]
+
+    assert cue_weight(0) == 1.0 and cue_weight(3) == pytest.approx(1 - 3 * CUE_RANK_STEP)
+    assert is_complete_reask(hits(range(5)), 5)
+    assert is_complete_reask(hits(range(8)), 5)  # more than the promoted top: fine
+    assert not is_complete_reask(hits([0, 1, 3, 4]), 5)  # rank 2 lost
+    assert not is_complete_reask(hits([1, 2, 3, 4]), 5)  # rank 0 lost
+    assert is_complete_reask(hits([0, 1, 2]), 3)
+    # a paraphrase (cue cosine 0.97): the threshold decides, not the lattice
+    assert is_complete_reask(hits([0, 1, 3], base=0.97), 5)
+    # unit-cosine hits are not re-asks
+    assert is_complete_reask(hits([0, 1, 3], via="unit"), 5)
+    assert is_complete_reask([], 5)
