@@ -185,23 +185,31 @@ def ingest(paths: tuple[str, ...], bank: str, batch_size: int) -> None:
 @click.option("--limit", default=10, show_default=True)
 @click.option("--max-tokens", default=4096, show_default=True)
 @_recipe_option
+@click.option("--tiers", default=None, help="Cascade tiers, comma-separated (hot,warm,cold); "
+              "default all.")
+@click.option("--context-left", type=int, default=None,
+              help="Tokens of context the caller has left (the token-budget policy).")
 @click.option("--json", "as_json", is_flag=True, help="Print the raw JSON response.")
 def recall(query: str, bank: str, limit: int, max_tokens: int, recipe: str | None,
-           as_json: bool) -> None:
+           tiers: str | None, context_left: int | None, as_json: bool) -> None:
     """Recall the memories of BANK most relevant to QUERY."""
     res = _client().recall(bank, query, limit=limit, max_tokens=max_tokens, recipe=recipe,
-                           trace=True)
+                           trace=True, context_tokens_left=context_left,
+                           tiers=[t.strip() for t in tiers.split(",")] if tiers else None)
     if as_json:
         click.echo(json.dumps(res, indent=2))
         return
-    table = Table(title=f"{query}  [recipe {res.get('recipe')}, mode {res['mode']}, "
+    table = Table(title=f"{query}  [tiers {', '.join(res.get('tiers') or []) or 'none'}, "
+                        f"recipe {res.get('recipe')}, mode {res['mode']}, "
                         f"{res['timings_ms']['total']} ms]")
     for col in ("#", "score", "dense", "lexical", "room/hall", "text"):
         table.add_column(col)
     for i, r in enumerate(res["results"], 1):
         # "final": every result has it (an L0 unit no channel found has no RRF score)
-        table.add_row(str(i), f"{r['scores']['final']:.4f}", str(r["ranks"].get("dense")),
-                      str(r["ranks"].get("lexical")), f"{r['room']}/{r['hall']}",
+        # compact results (the token-budget policy) carry no ranks, room or hall
+        ranks = r.get("ranks") or {}
+        table.add_row(str(i), f"{r['scores']['final']:.4f}", str(ranks.get("dense")),
+                      str(ranks.get("lexical")), f"{r.get('room')}/{r.get('hall')}",
                       r["text"][:160].replace("\n", " "))
     _out().print(table)
 
