@@ -91,7 +91,8 @@ def run(svc, draws, warmup: int, thr: float, args, ks) -> dict:
                 answered[tier] += 1
                 for name in ("hot", "warm", "cold"):
                     if f"tier_{name}" in t:
-                        phase[f"{name} lookup"].append(t[f"tier_{name}"])
+                        label = "cold pipeline" if name == "cold" else f"{name} lookup"
+                        phase[label].append(t[f"tier_{name}"])
                     if f"tier_{name}_verify" in t:
                         phase[f"{name} verify"].append(t[f"tier_{name}_verify"])
                 if tier in ("hot", "warm"):

@@ -53,7 +53,7 @@ class CascadeSettings:
     ``redis_retry_s``: how long tier 1 stays off after a Redis error.
     """
 
-    hot_threshold: float = 0.9
+    hot_threshold: float = 0.98
     warm_threshold: float = 0.75
     min_hits: int = 3
     promote_top: int = 5
