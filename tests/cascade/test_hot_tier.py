@@ -127,7 +127,7 @@ def test_cue_finds_what_answered_a_question_before(hot):
     for i in range(6):
         hot.record_use("b", ["u0"], query_vector=q, now=T0 + 4 + i)
     assert hot.r.llen(hot.key("b", "c:u0")) == 1
-    for i, c in enumerate(vecs(6, 50)):
+    for i, c in enumerate(vecs(hot.cues + 2, 50)):
         hot.record_use("b", ["u0"], query_vector=c, now=T0 + 20 + i)
     assert hot.r.llen(hot.key("b", "c:u0")) == hot.cues
     assert hot.lookup(CallerScope("b"), q, threshold=0.8, limit=5, now=T0 + 40) == []  # pushed out
