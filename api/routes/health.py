@@ -53,12 +53,29 @@ def _broker_ok(url: str) -> bool:
         return False
 
 
+def _hot_tier_status(svc) -> dict:
+    cascade = svc.cascade
+    try:
+        ok = bool(svc.redis.ping())
+    except Exception as exc:  # redis.RedisError and its kin
+        log.warning("readyz: tier 1 Redis: %s", exc)
+        ok = False
+    out = {"ok": ok, "activation": svc.settings.activation,
+           "breaker": cascade.redis_breaker.open_reason()}
+    if not ok:
+        out["error"] = "unreachable"
+    return out
+
+
 @bp.get("/readyz")
 def readyz():
-    """``{"ready", "checks": {database, broker, embedder, tokenizer, llm, reranker}, "mode"}``;
+    """``{"ready", "checks": {database, broker, embedder, tokenizer, llm, reranker, hot_tier},
+    "mode"}``;
     200 when the database and the broker answer, else 503 with ``Retry-After``. Errors are
     logged, not returned. ``checks.reranker`` is ``{ok, configured, loaded, usable, model,
-    reason}`` (``ok``: usable or not configured); it never makes the service unready."""
+    reason}`` (``ok``: usable or not configured); it never makes the service unready, nor
+    does ``checks.hot_tier`` ``{ok, activation, breaker}`` (tier 1's Redis; ``breaker``: why
+    recall skips tier 1 right now, else null)."""
     svc = services()
     checks: dict = {"database": {"ok": _database_ok(svc)},
                     "broker": {"ok": _broker_ok(svc.settings.broker)}}
@@ -79,6 +96,8 @@ def readyz():
     rr = svc.reranker
     rr.load()
     checks["reranker"] = {"ok": rr.status()["usable"] or not rr.configured, **rr.status()}
+    # tier 1 (Redis) never makes the service unready: without it tiers 2–3 answer
+    checks["hot_tier"] = _hot_tier_status(svc)
     ready = checks["database"]["ok"] and checks["broker"]["ok"]
     resp = jsonify({"ready": ready, "checks": checks,
                     "mode": "C" if checks["embedder"]["ok"] else "A"})

@@ -76,8 +76,9 @@ def test_readyz_reports_every_part(client, services, settings):
     assert r.status_code == 200
     checks = r.get_json()["checks"]
     assert set(checks) == {"database", "broker", "embedder", "tokenizer", "llm",
-                           "reranker"}
+                           "reranker", "hot_tier"}
     assert all(c["ok"] for c in checks.values())
+    assert checks["hot_tier"] == {"ok": True, "activation": True, "breaker": None}
     assert checks["llm"] == {"provider": "none", "ok": True}  # chunk mode
 
 

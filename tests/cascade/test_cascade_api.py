@@ -134,3 +134,18 @@ def test_pgvector_unusable_answers_lexically(settings, client):
         assert "export failed" in out["results"][0]["text"]
     finally:
         svc.close()
+
+
+def test_readyz_reports_tier_1_down_without_going_unready(settings):
+    dead = settings.model_copy(update={"redis_url": "redis://127.0.0.1:1/0"})
+    svc = bootstrap(dead)
+    # the broker check would fail too with this URL: keep it on the live broker
+    svc.settings = svc.settings.model_copy(update={"broker_url": settings.broker})
+    c = create_app(services=svc, enqueue=lambda *_: None).test_client()
+    try:
+        body = c.get("/readyz").get_json()
+        assert body["checks"]["hot_tier"]["ok"] is False
+        assert body["checks"]["hot_tier"]["error"] == "unreachable"
+        assert body["ready"] is True and body["mode"] == "C"
+    finally:
+        svc.close()
