@@ -42,7 +42,7 @@ def recall_get(bank_id: str):
                        {"repeated": repeated})
     params: dict = {k: v for k, v in request.args.items()}
     if "tiers" in params:  # comma-separated in a query string
-        params["tiers"] = [t.strip() for t in params["tiers"].split(",")]
+        params["tiers"] = params["tiers"].split(",")  # as strict as the JSON list: no trimming
     for key in ("max_tokens", "limit", "max_layer", "context_tokens_left"):
         if key in params:
             raw = params[key]

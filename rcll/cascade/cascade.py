@@ -25,15 +25,19 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 
 from rcll.cascade.hot import is_complete_reask
 from rcll.cascade.policy import Plan, plan
 from rcll.errors import BankNotFound
 from rcll.search.budget import cut_to_budget
 from rcll.search.models import RecallQuery, RecallResult
+from rcll.search.query_prep import resolve_time
 from rcll.search.recall import RecallContext, _render, prepare, recall
+from rcll.search.recipes import POST, RECIPES
 from rcll.search.scope import CallerScope
-from rcll.search.state import UNIT_COLUMNS
+from rcll.search.state import UNIT_COLUMNS, RecallState
+from rcll.search.steps import run_steps
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +62,24 @@ class CascadeSettings:
     min_hits: int = 3
     promote_top: int = 5
     redis_retry_s: float = 5.0
+
+
+def uncacheable(q: RecallQuery) -> str | None:
+    """Why tiers 1–2 must not answer ``q``, or None. They hold answers of the bank's default
+    scope at no particular time: a request narrowed by ``room``, ``hall``, ``max_layer`` or
+    ``include_archive``, or whose query names a time relative to ``query_timestamp`` ("last
+    May"), would be answered from another request's cache. Such a request runs the cold tier
+    and leaves no cue."""
+    narrowed = [f for f in ("room", "hall", "max_layer") if getattr(q, f) is not None]
+    if q.include_archive:
+        narrowed.append("include_archive")
+    if narrowed:
+        return f"scoped request ({', '.join(narrowed)})"
+    ref = q.query_timestamp or datetime.now(UTC)
+    found = resolve_time(q.query, ref)
+    if found is not None:
+        return f"time-relative query ({found[1]!r})"
+    return None
 
 
 class _Breaker:
@@ -103,6 +125,13 @@ class Cascade:
         t0 = time.perf_counter()
         p = plan(q)
         scope = CallerScope.for_query(bank_id, q)
+        why_not = uncacheable(q)
+        if why_not and set(p.tiers) & {"hot", "warm"}:
+            if "cold" in p.tiers:
+                p = replace(p, tiers=("cold",), reason=f"{p.reason}; {why_not}: cold tier only")
+            else:  # the plan allows only the cache tiers, which cannot serve it
+                p = replace(p, tiers=(), reason=f"{p.reason}; {why_not}: not served by the "
+                                                f"hot or warm tier")
         timings: dict[str, float] = {}
         degraded: list[str] = []
         tried: list[str] = []
@@ -137,15 +166,24 @@ class Cascade:
                     incomplete = True
                 continue  # not enough to answer: no need to ask PostgreSQL about them
             t = time.perf_counter()
-            answer = self._answer(bank_id, scope, hits if tier != last else None, pooled, p)
+            answer, stale, post_counts = self._answer(bank_id, scope, pq,
+                                                      hits if tier != last else None, pooled, p)
             timings[f"tier_{tier}_verify"] = _ms(t)
+            if stale and tier == "hot":
+                # a cached unit PostgreSQL no longer serves (an invalidation Redis missed):
+                # drop it from tier 1 and let the next tier answer in full
+                self._forget_stale(bank_id, stale)
+                if tier != last:
+                    continue
             if len(answer) >= self.settings.min_hits or tier == last:
                 results, used = cut_to_budget(answer, p.max_tokens, p.limit, self.ctx.tokens)
                 promote = [r["id"] for r in results] if tier == "warm" else []
                 self._after(bank_id, results, pq, promote)
                 return self._result(results, p, tried, degraded, timings, t0, q, used=used,
-                                    hits={tier: len(hits)})
+                                    hits={tier: len(hits)}, extra=post_counts)
         counts_extra = {"hot_incomplete_reask": 1} if incomplete else {}
+        if "cold" not in p.tiers:  # the plan allows no cold tier: what the tiers had, or nothing
+            return self._result([], p, tried, degraded, timings, t0, q, extra=counts_extra)
 
         t = time.perf_counter()
         cold_q = q.model_copy(update={"limit": p.limit, "max_tokens": p.max_tokens})
@@ -153,7 +191,8 @@ class Cascade:
         timings["tier_cold"] = _ms(t)
         tried.append("cold")
         top = [r["id"] for r in res.results[: self.settings.promote_top]]
-        self._after(bank_id, res.results, pq, top, query=q.query)
+        if not why_not:  # cues and promotions only from answers any re-ask may reuse
+            self._after(bank_id, res.results, pq, top, query=q.query)
         if res.timings_ms is not None:
             timings = {**res.timings_ms, **timings}
         timings["total"] = _ms(t0)
@@ -196,9 +235,14 @@ class Cascade:
             degraded.append(f"warm: {type(exc).__name__}")
             return None
 
-    def _answer(self, bank_id: str, scope: CallerScope, hits, pooled: dict, p: Plan) -> list[dict]:
+    def _answer(self, bank_id: str, scope: CallerScope, pq, hits, pooled: dict,
+                p: Plan) -> tuple[list[dict], list[str], dict]:
         """Hydrate ``hits`` (or, for the last tier, every hit pooled so far) through the
-        caller scope, best similarity first, rendered like the cold tier's results."""
+        caller scope, best similarity first, then run the post-processing every recipe runs
+        (spec §5: Memory Worth filter, the bank's L0 units first, duplicates collapsed) and
+        render them like the cold tier's results. ``(results, stale, counts)``: ``stale`` are
+        hit ids PostgreSQL no longer serves to this caller (never returned), ``counts`` what
+        the post-processing reports (``worth_dropped``, ``l0``, ``collapsed``, …)."""
         if hits is not None:
             chosen = [(h.unit_id, (h.similarity, h.activation, h.via, None)) for h in hits]
         else:
@@ -217,16 +261,37 @@ class Cascade:
                         LEFT JOIN documents d ON d.id = u.document_id
                         WHERE u.id = ANY(%(ids)s::uuid[]) AND {where}""",
                     {**params, "ids": "{" + ",".join(ids) + "}"}).fetchall()}
+            stale = [uid for uid in ids if uid not in rows]
+            hit_of = {uid: v for uid, v in chosen if uid in rows}
+            recipe = RECIPES[self.ctx.default_recipe]
+            state = RecallState(conn=conn, ctx=self.ctx, scope=scope, pq=pq, recipe=recipe)
+            state.rows.update(rows)
+            state.ranked = [(uid, float(v[0])) for uid, v in hit_of.items()]
+            run_steps(state, steps=POST)
+            rows = state.hydrate([uid for uid, _ in state.ranked])
         out = []
-        for uid, (sim, act, via, _tier) in chosen:
+        for uid, score in state.ranked:
             if uid not in rows:
-                continue  # stale cache entry: PostgreSQL no longer serves it to this caller
-            stages = {"similarity": round(float(sim), 6), "via": via}
-            if act is not None:
-                stages["activation"] = round(float(act), 6)
-            r = _render(rows[uid], uid, float(sim), {}, stages)
+                continue
+            stages = dict(state.stage_scores.get(uid, {}))
+            if uid in hit_of:
+                sim, act, via, _tier = hit_of[uid]
+                stages.update(similarity=round(float(sim), 6), via=via)
+                if act is not None:
+                    stages["activation"] = round(float(act), 6)
+            r = _render(rows[uid], uid, float(score), {}, stages,
+                        state.collapsed.get(uid, []), None)
             out.append(_compact(r) if p.compact else r)
-        return out
+        return out, stale, dict(state.counts)
+
+    def _forget_stale(self, bank_id: str, ids: list[str]) -> None:
+        """Best effort: remove ``ids`` from tier 1 (never fails the recall)."""
+        if self.hot is None or self.redis_breaker.open_reason():
+            return
+        try:
+            self.hot.invalidate(bank_id, ids)
+        except Exception as exc:
+            log.warning("hot tier: could not drop stale units: %s", exc)
 
     def _after(self, bank_id: str, results: list[dict], pq, promote: list[str],
                query: str | None = None) -> None:
@@ -250,9 +315,11 @@ class Cascade:
                 raise BankNotFound(f"bank {bank_id!r} does not exist", {"bank_id": bank_id})
 
     def _result(self, results, p: Plan, tried, degraded, timings, t0, q, *, used: int = 0,
-                mode: str = "C", hits: dict | None = None) -> RecallResult:
+                mode: str = "C", hits: dict | None = None,
+                extra: dict | None = None) -> RecallResult:
         timings["total"] = _ms(t0)
-        counts = {**{f"{k}_hits": v for k, v in (hits or {}).items()}, "returned": len(results)}
+        counts = {**{f"{k}_hits": v for k, v in (hits or {}).items()}, **(extra or {}),
+                  "returned": len(results)}
         return RecallResult(results=results, mode=mode, channels=[], dense_available=mode == "C",
                             reranked=False, tokens_used=used, counts=counts, degraded=degraded,
                             timings_ms=timings if q.trace else None, recipe=None,

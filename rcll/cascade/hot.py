@@ -75,8 +75,8 @@ def is_complete_reask(hits: list[TierHit], top: int) -> bool:
     """False when ``hits`` look like a re-asked question whose cached answer lost part of
     itself: the best hit is a cue hit within ``top`` rank steps of 1.0 (a re-ask: rank r of
     the earlier answer scores 1 − r · :data:`CUE_RANK_STEP`) but the ranks its cue hits
-    imply are not all of 0 … ``top`` − 1 — a unit of that answer was evicted or its cue
-    crowded out. Tier 1 then falls through and the cold tier answers (and re-promotes). True
+    imply have a gap below ``top`` (0 … the highest seen must all be there) — a unit of that
+    answer was evicted or its cue crowded out. Tier 1 then falls through and the cold tier answers (and re-promotes). True
     otherwise, including for paraphrases (no hit at ~1.0), which the threshold alone
     decides."""
     floor = 1 - CUE_RANK_STEP * (top - 0.5)
@@ -84,7 +84,8 @@ def is_complete_reask(hits: list[TierHit], top: int) -> bool:
         return True
     ranks = {round((1 - h.similarity) / CUE_RANK_STEP) for h in hits
              if h.via == "cue" and h.similarity > floor}
-    return ranks >= set(range(top))
+    # contiguous from rank 0 (an answer shorter than ``top`` is whole too)
+    return ranks >= set(range(min(top, max(ranks) + 1)))
 
 
 def cue_weight(rank: int) -> float:
@@ -521,8 +522,9 @@ class HotTier:
     def record_use(self, bank_id: str, unit_ids: list[str], *,
                    query_vector: np.ndarray | None = None, now: float | None = None) -> None:
         """One retrieval that returned ``unit_ids`` (best first): for each of them in tier
-        1, a use at ``now`` (history, count) and the query as a cue (unless it nearly
-        repeats one the unit holds, :data:`CUE_DUPLICATE_COSINE`), then its stored B is
+        1, a use at ``now`` (history, count) and the query as a cue (replacing a cue it
+        nearly repeats, :data:`CUE_DUPLICATE_COSINE`, so the cue carries this answer's
+        rank), then its stored B is
         refreshed; Hebbian co-recall between all of ``unit_ids``
         (:func:`rcll.cascade.hebbian.co_recall`), members of tier 1 or not."""
         from rcll.cascade import hebbian
@@ -542,21 +544,27 @@ class HotTier:
         members = [u for u, p in zip(ids, present, strict=True) if p is not None]
         cue_of: dict[str, bool] = {}
         cue_bytes: dict[str, bytes] = {}
+        dups: dict[str, list[bytes]] = {}
         if want_cue:
             q = np.asarray(query_vector, dtype=np.float32).reshape(-1)
             q = q / (float(np.linalg.norm(q)) or 1.0)
             for rank, (u, p, cl) in enumerate(zip(ids, present, cue_lists, strict=True)):
                 if p is None:
                     continue
-                cue_of[u] = not any(_cosine(_from_f16(c), q) >= CUE_DUPLICATE_COSINE
-                                    for c in cl)
-                cue_bytes[u] = _f16(q, cue_weight(rank))
+                # a near-repeat of a cue the unit holds replaces it (the rank it carries
+                # is this answer's), so a unit never holds one question twice
+                dups[u] = [c for c in cl if _cosine(_from_f16(c), q) >= CUE_DUPLICATE_COSINE]
+                new = _f16(q, cue_weight(rank))
+                cue_of[u] = dups[u] != [new]
+                cue_bytes[u] = new
         if members:
             pipe = self.r.pipeline(transaction=True)
             for u in members:
                 pipe.lpush(k(f"t:{u}"), repr(now)).ltrim(k(f"t:{u}"), 0, self.history - 1)
                 pipe.hincrby(k("n"), u, 1).hsetnx(k("f"), u, repr(now))
                 if cue_of.get(u):
+                    for c in dups.get(u, ()):
+                        pipe.lrem(k(f"c:{u}"), 0, c)
                     pipe.lpush(k(f"c:{u}"), cue_bytes[u]).ltrim(k(f"c:{u}"), 0, self.cues - 1)
             cued = [u for u in members if cue_of.get(u)]
             if cued:
@@ -567,6 +575,19 @@ class HotTier:
             if fresh:
                 self.r.zadd(k("z"), fresh, xx=True)  # xx: a unit evicted meanwhile stays out
         hebbian.co_recall(self.r, self.prefix, bank_id, ids)
+
+    def forget_cues(self, bank_id: str) -> int:
+        """Drop every cue of ``bank_id``'s hot units (new units were written: answers
+        cached for earlier questions may miss them). Returns how many units had their cues
+        dropped."""
+        ids = self.members(bank_id)
+        if not ids:
+            return 0
+        pipe = self.r.pipeline(transaction=True)
+        pipe.delete(*[self.key(bank_id, f"c:{u}") for u in ids])
+        self._bump_in(pipe, bank_id, ids)
+        pipe.execute()
+        return len(ids)
 
     def invalidate(self, bank_id: str, unit_ids: Iterable[str]) -> int:
         """Remove ``unit_ids`` from tier 1 of ``bank_id`` at once (superseded, invalidated,

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-failures = {"units": 0, "banks": 0}
+failures = {"units": 0, "banks": 0, "cues": 0}
 """Invalidations that failed in this process (Redis unreachable), by kind."""
 
 
@@ -51,3 +51,20 @@ def bank_dropped(hot: HotTier | None, bank_id: str) -> bool:
         failures["banks"] += 1
         log.warning("tier 1: could not drop bank %s: %s: %s", bank_id, type(exc).__name__, exc)
         return False
+
+
+def bank_written(hot: HotTier | None, bank_id: str) -> int:
+    """New units of ``bank_id`` are searchable: tier 1 forgets the bank's cues, so a
+    re-asked question is answered by the cold tier once (seeing the new units) instead of
+    from the answer it got before them. Units, activation and co-recall weights stay.
+    Returns how many units lost their cues; 0 when Redis failed (logged) or ``hot`` is
+    ``None``."""
+    if hot is None:
+        return 0
+    try:
+        return hot.forget_cues(bank_id)
+    except Exception as exc:
+        failures["cues"] += 1
+        log.warning("tier 1: could not forget the cues of bank %s: %s: %s", bank_id,
+                    type(exc).__name__, exc)
+        return 0

@@ -14,8 +14,10 @@ otherwise              hot, warm, cold (+ 1-hop)   10       full
 
 Without ``context_tokens_left`` the whole cascade runs with the request's own ``limit``.
 A request that names a ``recipe`` or asks for ``include_superseded`` runs the cold tier
-only: the hot and warm tiers are caches of what the default pipeline returns for live units.
-The returned texts never exceed the context left (``max_tokens`` is capped by it).
+only (with the budget's top N and rendering): the hot and warm tiers are caches of what the
+default pipeline returns for live units. A request's ``tiers`` restrict the policy's; when
+none of them is in the policy's row they run anyway, with its top N and rendering. The
+returned texts never exceed the context left (``max_tokens`` is capped by it).
 """
 
 from __future__ import annotations
@@ -75,8 +77,15 @@ def plan(q: RecallQuery) -> Plan:
     else:
         tiers, top, compact = TIERS, 10, False
         why = f"context_tokens_left {left} ≥ {HOT_WARM_BELOW}: full cascade, top 10"
-    tiers = tuple(t for t in tiers if t in asked)
-    if q.include_superseded:
-        tiers = tuple(t for t in tiers if t == "cold")
-        why += "; include_superseded: cold tier only"
+    if q.recipe_name is not None or q.include_superseded:
+        # an explicit read path wins over the cache tiers; the budget still cuts it
+        tiers = ("cold",)
+        why += ("; recipe named" if q.recipe_name is not None else "; include_superseded")
+        why += ": the cold tier runs it"
+    elif q.tiers:
+        kept = tuple(t for t in tiers if t in asked)
+        if not kept:  # the caller's tiers win; the budget still picks top N and rendering
+            kept = asked
+            why += f"; tiers asked ({', '.join(asked)}) run with this budget"
+        tiers = kept
     return Plan(tiers, cap(top), budget, compact, why)

@@ -195,7 +195,8 @@ def recall(query: str, bank: str, limit: int, max_tokens: int, recipe: str | Non
     """Recall the memories of BANK most relevant to QUERY."""
     res = _client().recall(bank, query, limit=limit, max_tokens=max_tokens, recipe=recipe,
                            trace=True, context_tokens_left=context_left,
-                           tiers=[t.strip() for t in tiers.split(",")] if tiers else None)
+                           tiers=[t.strip() for t in tiers.split(",")] if tiers is not None
+                           else None)
     if as_json:
         click.echo(json.dumps(res, indent=2))
         return
@@ -209,7 +210,8 @@ def recall(query: str, bank: str, limit: int, max_tokens: int, recipe: str | Non
         # compact results (the token-budget policy) carry no ranks, room or hall
         ranks = r.get("ranks") or {}
         table.add_row(str(i), f"{r['scores']['final']:.4f}", str(ranks.get("dense")),
-                      str(ranks.get("lexical")), f"{r.get('room')}/{r.get('hall')}",
+                      str(ranks.get("lexical")),
+                      f"{r.get('room') or '-'}/{r.get('hall') or '-'}",
                       r["text"][:160].replace("\n", " "))
     _out().print(table)
 

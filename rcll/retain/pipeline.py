@@ -218,7 +218,9 @@ def run_embed(ctx: RetainContext, job_id: str, batch: int = 256) -> dict | None:
 def finish_job(ctx: RetainContext, job_id: str, counts: dict | None = None) -> None:
     """End a job after its last stage: ``partial`` when any stage recorded ``errors`` (items
     that failed) or ``warnings`` (a step skipped, e.g. no embedder), with them as the
-    reason; ``succeeded`` otherwise. ``counts`` (the last stage's) are merged first."""
+    reason; ``succeeded`` otherwise. ``counts`` (the last stage's) are merged first. A job
+    that created units makes tier 1 forget the bank's cues (re-asked questions go to the
+    cold tier once and see the new units; :func:`rcll.cascade.invalidation.bank_written`)."""
     with ctx.pool.connection() as conn:
         try:
             job = jobs.get(conn, job_id)
@@ -232,6 +234,9 @@ def finish_job(ctx: RetainContext, job_id: str, counts: dict | None = None) -> N
             jobs.finish(conn, job_id, "partial", final, "; ".join(reasons)[:4000])
         else:
             jobs.finish(conn, job_id, "succeeded", final)
+    if final.get("units_created"):
+        # new units are searchable now: answers cached for re-asked questions may miss them
+        invalidation.bank_written(ctx.hot, job["bank_id"])
 
 
 def embed_missing(ctx: RetainContext, *, job_id: str | None = None, bank_id: str | None = None,

@@ -60,8 +60,9 @@ class RecallQuery(TextModel):
         if v is None:
             return v
         unknown = [t for t in v if t not in TIERS]
-        if unknown:
-            raise ValueError(f"unknown tier(s) {unknown}; known: {', '.join(TIERS)}")
+        if unknown:  # echo at most a short prefix of what was sent
+            shown = ", ".join(repr(t[:32]) for t in unknown[:3])
+            raise ValueError(f"unknown tier(s) {shown}; known: {', '.join(TIERS)}")
         if len(set(v)) != len(v):
             raise ValueError("tiers must not repeat")
         return [t for t in TIERS if t in v]  # cascade order whatever the request's order

@@ -256,6 +256,7 @@ def test_a_reask_is_served_only_when_its_cached_answer_is_whole():
     assert is_complete_reask(hits(range(8)), 5)  # more than the promoted top: fine
     assert not is_complete_reask(hits([0, 1, 3, 4]), 5)  # rank 2 lost
     assert not is_complete_reask(hits([1, 2, 3, 4]), 5)  # rank 0 lost
+    assert is_complete_reask(hits([0, 1, 2, 3]), 5)  # an answer of 4 units
     assert is_complete_reask(hits([0, 1, 2]), 3)
     # a paraphrase (cue cosine 0.97): the threshold decides, not the lattice
     assert is_complete_reask(hits([0, 1, 3], base=0.97), 5)

@@ -41,14 +41,19 @@ def test_a_smaller_request_limit_wins_over_the_policy_top():
 
 def test_tiers_are_restricted_and_reordered_by_the_request():
     assert plan(q(tiers=["cold", "hot"])).tiers == ("hot", "cold")
-    assert plan(q(tiers=["cold"], context_tokens_left=1_000)).tiers == ()
+    # none of the asked tiers is in the policy's row: they run, with its top N and rendering
+    p = plan(q(tiers=["cold"], context_tokens_left=1_000))
+    assert (p.tiers, p.limit, p.compact) == (("cold",), 3, True)
     assert plan(q(tiers=["warm"], context_tokens_left=3_000)).tiers == ("warm",)
 
 
 def test_a_named_recipe_or_history_runs_the_cold_tier_only():
     assert plan(q(recipe="hybrid")).tiers == ("cold",)
     assert plan(q(include_superseded=True)).tiers == ("cold",)
-    assert plan(q(include_superseded=True, context_tokens_left=3_000)).tiers == ()
+    p = plan(q(include_superseded=True, context_tokens_left=3_000))
+    assert (p.tiers, p.limit) == (("cold",), 5)
+    p = plan(q(recipe="lexical", context_tokens_left=9_000))
+    assert (p.tiers, p.limit) == (("cold",), 10) and "recipe named" in p.reason
 
 
 @pytest.mark.parametrize("bad", [
