@@ -58,6 +58,7 @@ def variants() -> dict[str, Recipe]:
                                        weights={**cold.weights, "dense": 0.2}),
         "cold - trust and expand": _without(cold, "cold - trust and expand",
                                             steps=("trust", "expand")),
+        "cold - speaker": _without(cold, "cold - speaker", steps=("speaker",)),
         "cold - post": _without(cold, "cold - post",
                                 steps=("collapse_duplicates", "worth", "l0")),
         "cold + session step": replace(cold, name="cold + session step",
