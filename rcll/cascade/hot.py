@@ -76,9 +76,9 @@ def is_complete_reask(hits: list[TierHit], top: int) -> bool:
     itself: the best hit is a cue hit within ``top`` rank steps of 1.0 (a re-ask: rank r of
     the earlier answer scores 1 − r · :data:`CUE_RANK_STEP`) but the ranks its cue hits
     imply have a gap below ``top`` (0 … the highest seen must all be there) — a unit of that
-    answer was evicted or its cue crowded out. Tier 1 then falls through and the cold tier
-    answers (and re-promotes). True otherwise, including for paraphrases (no hit at ~1.0), which the threshold alone
-    decides."""
+    answer was evicted or its cue crowded out. Tier 1 then falls through and the cold
+    tier answers (and re-promotes). True otherwise, including for paraphrases (no hit at
+    ~1.0), which the threshold alone decides."""
     floor = 1 - CUE_RANK_STEP * (top - 0.5)
     if not hits or hits[0].via != "cue" or hits[0].similarity <= floor:
         return True
