@@ -130,7 +130,7 @@ class Settings(BaseSettings):
         0.15, description="From three query terms up, drop terms in >= this share of the bank's units."
     )
     recall_recipe: str = Field(
-        "cold", description="Recipe recall runs when the request names none (rcll.search.recipes).")
+        "full", description="Recipe recall runs when the request names none (rcll.search.recipes).")
     reranker_model: str | None = Field(
         None, description="Cross-encoder for the rerank step: a model name or a local path; "
                           "unset = no reranking. A model whose scoring head is missing or "

@@ -98,4 +98,4 @@ RECIPES: dict[str, Recipe] = {
                    params={"lexical": {"context": 0.5, "context_max_avgdl": CONTEXT_MAX_AVGDL}}),
 }
 
-DEFAULT_RECIPE = "cold"
+DEFAULT_RECIPE = "full"

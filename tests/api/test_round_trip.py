@@ -33,7 +33,7 @@ def test_retain_then_recall_through_worker(client, worker, services):
     assert top["metadata"] == {"dia_id": "D1:2"}
     assert top["mentioned_at"].startswith("2023-05-08T13:56")
     assert top["ranks"]["dense"] == 1 and top["ranks"]["lexical"] == 1
-    assert out["dense_available"] is True and out["mode"] == "C" and out["recipe"] == "cold"
+    assert out["dense_available"] is True and out["mode"] == "C" and out["recipe"] == "full"
     assert set(out["timings_ms"]) >= {"embed_query", "dense", "lexical", "total"}
     assert out["tokens_used"] == sum(r["tokens"] for r in out["results"])
     # counts stored at retain are the tokenizer's counts of the unit text

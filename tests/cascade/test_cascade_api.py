@@ -57,7 +57,7 @@ def test_a_reasked_question_is_answered_by_tier_1(client, services):
     assert again["counts"]["hot_hits"] == len(top)
     # cold-only on request, whatever tier 1 holds
     only_cold = _recall(client, bank, tiers=["cold"])
-    assert only_cold["tiers"] == ["cold"] and only_cold["recipe"] == "cold"
+    assert only_cold["tiers"] == ["cold"] and only_cold["recipe"] == "full"
 
 
 def test_token_budget_policy(client, services):

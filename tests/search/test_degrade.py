@@ -20,7 +20,8 @@ def test_recall_and_retain_without_embedder(settings):
         assert out["mode"] == "A"
         assert out["degraded"] and "embedder unavailable" in out["degraded"][0]
         assert [r["document_id"] for r in out["results"]] == ["i"]
-        assert out["results"][0]["ranks"] == {"lexical": 1, "temporal": None}  # no time named
+        # no time named, no entity of the bank named: only the lexical channel found it
+        assert out["results"][0]["ranks"] == {"lexical": 1, "graph": None, "temporal": None}
         ready = c.get("/readyz").get_json()
         assert ready["checks"]["embedder"]["ok"] is False and ready["mode"] == "A"
     finally:
