@@ -24,7 +24,7 @@ from dataclasses import replace
 from rcll.bootstrap import bootstrap
 from rcll.eval.datasets import load_locomo, load_longmemeval
 from rcll.eval.metrics import LOCOMO_KS, aggregate, latency_summary
-from rcll.eval.runner import LME_KS, score_question
+from rcll.eval.runner import LME_KS, ready_questions, score_question
 from rcll.search.models import RecallQuery
 from rcll.search.recall import recall
 from rcll.search.recipes import RECIPES, Recipe, Step
@@ -92,9 +92,7 @@ def main() -> None:
     questions = ds.questions[:: args.every]
     if args.ready_banks_only:
         with svc.pool.connection() as conn:
-            busy = {r["bank_id"] for r in conn.execute(
-                "SELECT DISTINCT bank_id FROM jobs WHERE state IN ('queued', 'running')")}
-        questions = [q for q in questions if q.bank_id not in busy]
+            questions = ready_questions(conn, questions)
         print(f"{len(questions)} questions of banks whose retain jobs have all ended")
     records: dict[str, list] = {n: [] for n in names}
     lat: dict[str, list] = {n: [] for n in names}

@@ -148,6 +148,16 @@ def ingest(
     }
 
 
+def ready_questions(conn, questions: Sequence[EvalQuestion]) -> list[EvalQuestion]:
+    """The ``questions`` whose bank has retain jobs and none of them queued or running (an
+    ingest still under way would be scored half-built). One query on ``jobs``."""
+    rows = conn.execute(
+        """SELECT bank_id, bool_or(state IN ('queued', 'running')) AS busy
+           FROM jobs GROUP BY bank_id""").fetchall()
+    ready = {r["bank_id"] for r in rows if not r["busy"]}
+    return [q for q in questions if q.bank_id in ready]
+
+
 # -- scoring -------------------------------------------------------------------------------
 def rankings(
     results: Sequence[Mapping],
