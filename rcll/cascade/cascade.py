@@ -25,14 +25,13 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 
 from rcll.cascade.hot import is_complete_reask
 from rcll.cascade.policy import Plan, plan
+from rcll.config import Settings
 from rcll.errors import BankNotFound
 from rcll.search.budget import cut_to_budget
 from rcll.search.models import RecallQuery, RecallResult
-from rcll.search.query_prep import resolve_time
 from rcll.search.recall import RecallContext, _render, prepare, recall
 from rcll.search.recipes import POST, RECIPES
 from rcll.search.scope import CallerScope
@@ -57,29 +56,12 @@ class CascadeSettings:
     ``redis_retry_s``: how long tier 1 stays off after a Redis error.
     """
 
-    hot_threshold: float = 0.98
-    warm_threshold: float = 0.75
-    min_hits: int = 3
-    promote_top: int = 5
+    # the defaults are the settings' (rcll.config), documented there
+    hot_threshold: float = Settings.model_fields["hot_threshold"].default
+    warm_threshold: float = Settings.model_fields["warm_threshold"].default
+    min_hits: int = Settings.model_fields["cascade_min_hits"].default
+    promote_top: int = Settings.model_fields["hot_promote_top"].default
     redis_retry_s: float = 5.0
-
-
-def uncacheable(q: RecallQuery) -> str | None:
-    """Why tiers 1–2 must not answer ``q``, or None. They hold answers of the bank's default
-    scope at no particular time: a request narrowed by ``room``, ``hall``, ``max_layer`` or
-    ``include_archive``, or whose query names a time relative to ``query_timestamp`` ("last
-    May"), would be answered from another request's cache. Such a request runs the cold tier
-    and leaves no cue."""
-    narrowed = [f for f in ("room", "hall", "max_layer") if getattr(q, f) is not None]
-    if q.include_archive:
-        narrowed.append("include_archive")
-    if narrowed:
-        return f"scoped request ({', '.join(narrowed)})"
-    ref = q.query_timestamp or datetime.now(UTC)
-    found = resolve_time(q.query, ref)
-    if found is not None:
-        return f"time-relative query ({found[1]!r})"
-    return None
 
 
 class _Breaker:
@@ -125,13 +107,6 @@ class Cascade:
         t0 = time.perf_counter()
         p = plan(q)
         scope = CallerScope.for_query(bank_id, q)
-        why_not = uncacheable(q)
-        if why_not and set(p.tiers) & {"hot", "warm"}:
-            if "cold" in p.tiers:
-                p = replace(p, tiers=("cold",), reason=f"{p.reason}; {why_not}: cold tier only")
-            else:  # the plan allows only the cache tiers, which cannot serve it
-                p = replace(p, tiers=(), reason=f"{p.reason}; {why_not}: not served by the "
-                                                f"hot or warm tier")
         timings: dict[str, float] = {}
         degraded: list[str] = []
         tried: list[str] = []
@@ -187,11 +162,11 @@ class Cascade:
 
         t = time.perf_counter()
         cold_q = q.model_copy(update={"limit": p.limit, "max_tokens": p.max_tokens})
-        res = recall(self.ctx, bank_id, cold_q)
+        res = recall(self.ctx, bank_id, cold_q, embedded=pq)
         timings["tier_cold"] = _ms(t)
         tried.append("cold")
         top = [r["id"] for r in res.results[: self.settings.promote_top]]
-        if not why_not:  # cues and promotions only from answers any re-ask may reuse
+        if p.cache:  # cues and promotions only from answers any re-ask may reuse
             self._after(bank_id, res.results, pq, top, query=q.query)
         if res.timings_ms is not None:
             timings = {**res.timings_ms, **timings}

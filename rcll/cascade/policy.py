@@ -22,9 +22,11 @@ returned texts never exceed the context left (``max_tokens`` is capped by it).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 
 from rcll.search.models import TIERS, RecallQuery
+from rcll.search.query_prep import resolve_time
 
 # spec §5 "Token-budget-adaptive policy" thresholds (tokens of context left)
 SKIP_BELOW = 500
@@ -37,17 +39,53 @@ class Plan:
     """``tiers``: the tiers to try, in cascade order (empty: recall skipped). ``limit`` and
     ``max_tokens``: the cut applied to the answer. ``compact``: render each result with
     only ``id``, ``text``, ``kind``, ``layer``, ``tokens`` and ``scores.final``. ``reason``:
-    why, shown in the response as ``tier_reason``."""
+    why, shown in the response as ``tier_reason``. ``cache``: the answer may feed tier 1
+    (cues, promotion)."""
 
     tiers: tuple[str, ...]
     limit: int
     max_tokens: int
     compact: bool
     reason: str
+    cache: bool = True
+
+
+def uncacheable(q: RecallQuery) -> str | None:
+    """Why tiers 1–2 must not answer ``q``, or None. They hold answers of the bank's default
+    scope at no particular time: a request narrowed by ``room``, ``hall``, ``max_layer`` or
+    ``include_archive``, or whose query names a time relative to ``query_timestamp`` ("last
+    May"), would be answered from another request's cache. Such a request runs the cold tier
+    and leaves no cue."""
+    narrowed = [f for f in ("room", "hall", "max_layer") if getattr(q, f) is not None]
+    if q.include_archive:
+        narrowed.append("include_archive")
+    if narrowed:
+        return f"scoped request ({', '.join(narrowed)})"
+    found = resolve_time(q.query, q.query_timestamp or datetime.now(UTC))
+    if found is not None:
+        return f"time-relative query ({found[1]!r})"
+    return None
 
 
 def plan(q: RecallQuery) -> Plan:
-    """The plan for request ``q`` (see the module table)."""
+    """The plan for request ``q`` (see the module table), with the cache rule applied: a
+    request tiers 1–2 cannot serve (:func:`uncacheable`) runs the cold tier if the plan
+    allows it, else nothing; ``cache`` says whether its answer may feed tier 1 (not for a
+    named recipe, history or such a request)."""
+    p = _budget_plan(q)
+    why_not = uncacheable(q)
+    if why_not and set(p.tiers) & {"hot", "warm"}:
+        if "cold" in p.tiers:
+            p = replace(p, tiers=("cold",), reason=f"{p.reason}; {why_not}: cold tier only")
+        else:  # the plan allows only the cache tiers, which cannot serve it
+            p = replace(p, tiers=(), reason=f"{p.reason}; {why_not}: not served by the hot "
+                                            f"or warm tier")
+    cache = why_not is None and q.recipe_name is None and not q.include_superseded
+    return replace(p, cache=cache)
+
+
+def _budget_plan(q: RecallQuery) -> Plan:
+    """The token-budget policy and the request's own restrictions (module table)."""
     asked = tuple(q.tiers) if q.tiers else TIERS
     limit_given = "limit" in q.model_fields_set
     left = q.context_tokens_left

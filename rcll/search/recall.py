@@ -74,7 +74,8 @@ def prepare(ctx: RecallContext, q: RecallQuery, needs_vector: bool) -> PreparedQ
 
 def recall(ctx: RecallContext, bank_id: str, q: RecallQuery,
            recipes: dict[str, Recipe] = RECIPES,
-           channels: dict[str, Channel] = CHANNELS) -> RecallResult:
+           channels: dict[str, Channel] = CHANNELS,
+           embedded: PreparedQuery | None = None) -> RecallResult:
     """Answer ``q`` against ``bank_id`` with the recipe it names (else ``ctx.default_recipe``).
     Raises :class:`BankNotFound`.
 
@@ -84,7 +85,8 @@ def recall(ctx: RecallContext, bank_id: str, q: RecallQuery,
     budget cut. A channel that cannot serve (no query vector, an error) is skipped and named
     in ``degraded``; if none of the recipe's channels could run, its ``fallback`` channels
     answer instead (dense-only with the embedder down answers lexically, mode A) — degrade,
-    never refuse (spec §1.4).
+    never refuse (spec §1.4). ``embedded``: a query the caller already prepared (its
+    vector is reused, not recomputed).
     """
     t0 = time.perf_counter()
     timings: dict[str, float] = {}
@@ -92,7 +94,11 @@ def recall(ctx: RecallContext, bank_id: str, q: RecallQuery,
     scope = CallerScope.for_query(bank_id, q)
     wanted = list(recipe.channels)
     needs_vector = any(channels[n].needs_vector for n in (*wanted, *recipe.fallback))
-    pq = prepare(ctx, q, needs_vector)
+    if embedded is not None and embedded.vector is not None:
+        # the caller (the cascade's tiers 1–2) embedded this query already
+        pq = PreparedQuery(q, vector=embedded.vector, model=embedded.model)
+    else:
+        pq = prepare(ctx, q, needs_vector)
     if needs_vector:
         timings["embed_query"] = _ms(t0)
 
