@@ -151,6 +151,24 @@ class Settings(BaseSettings):
         3600, gt=0, description="How often beat decays and prunes the Hebbian co-recall "
         "weights (rcll.cascade.hebbian).")
 
+    # --- multi-agent access (rcll.access; spec §7; README "Members, keys and permissions") --
+    auth: bool = Field(True, description="RCLL_AUTH=on|off. on: every request carries "
+                       "'Authorization: Bearer <key>'. off is for the local dev stack only "
+                       "(rcll dev up) and is announced loudly at start.")
+    admin_key: str | None = Field(None, description="RCLL_ADMIN_KEY: bootstrap key of the "
+                                  "deployment admin (manages members, keys and grants).")
+    api_key: str | None = Field(None, description="RCLL_API_KEY: the key the CLI, the MCP "
+                                "server and the Python client send.")
+    key_secret: str | None = Field(None, description="RCLL_KEY_SECRET: server secret keying "
+                                   "the API-key hash (HMAC-SHA256).")
+    purposes: list[str] = Field(["assist", "operate", "audit", "personal"], description=
+                                "RCLL_PURPOSES: the closed set of purposes (JSON list).")
+    default_purpose: str = Field("assist", description="RCLL_DEFAULT_PURPOSE: the purpose of "
+                                 "a recall that names none.")
+    read_only: bool = Field(False, description="RCLL_READ_ONLY=on: the API serves only recall "
+                            "and read, over the SELECT-only role; every write route is 403 "
+                            "read_only_deployment.")
+
     @field_validator("recall_recipe")
     @classmethod
     def _known_recipe(cls, v: str) -> str:

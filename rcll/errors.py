@@ -28,6 +28,28 @@ class JobNotFound(NotFound):
     code = "operation_not_found"
 
 
+class Unauthorized(RCLLError):
+    """No key, an unknown key or a revoked key (401)."""
+
+    code = "unauthorized"
+    status = 401
+
+
+class Forbidden(RCLLError):
+    """An authenticated caller without the role, purpose or audience asked for (403)."""
+
+    code = "forbidden"
+    status = 403
+
+
+class Conflict(RCLLError):
+    """The request lost a race or contradicts stored state (409): a stale ``revision``,
+    an empty audience/purpose intersection on ``derive``."""
+
+    code = "conflict"
+    status = 409
+
+
 class InvalidInput(RCLLError):
     code = "invalid_request"
     status = 400

@@ -28,6 +28,13 @@ class CallerScope:
     room: str | None = None
     hall: str | None = None
     include_superseded: bool = False
+    # Permissions (spec §7, claim 5). ``member_id``: the caller (a unit whose audience is
+    # another member is never a candidate); ``all_audiences``: auth off / internal call,
+    # no audience filter. ``purpose``: the recall's purpose; only units whose ``purposes``
+    # hold it are candidates (``None``: no purpose filter, internal calls only).
+    member_id: str | None = None
+    all_audiences: bool = True
+    purpose: str | None = None
 
     @classmethod
     def for_query(cls, bank_id: str, q: RecallQuery) -> CallerScope:
@@ -48,4 +55,10 @@ class CallerScope:
         if self.hall:
             parts.append(f"{alias}.hall = %(hall)s")
             params["hall"] = self.hall
+        if not self.all_audiences:
+            parts.append(f"({alias}.audience = 'bank' OR {alias}.audience = %(scope_member)s)")
+            params["scope_member"] = self.member_id or ""
+        if self.purpose is not None:
+            parts.append(f"%(scope_purpose)s = ANY({alias}.purposes)")
+            params["scope_purpose"] = self.purpose
         return " AND ".join(parts), params
