@@ -90,6 +90,7 @@ def upgrade() -> None:
         );
         CREATE INDEX tunnels_source_bank ON tunnels (source_bank_id, source_unit_id);
         CREATE INDEX tunnels_target_bank ON tunnels (target_bank_id, target_unit_id);
+        CREATE INDEX tunnels_target_unit ON tunnels (target_unit_id);
 
         CREATE TABLE memory_unit_revisions (
             unit_id     uuid NOT NULL REFERENCES memory_units(id) ON DELETE CASCADE,
