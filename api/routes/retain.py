@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint, jsonify, request
 
+from api.auth import principal
 from api.deps import json_body, retain_service
 from api.schemas import RetainRequest, check_bank_id
 from rcll.store import jobs
@@ -22,7 +23,8 @@ def retain(bank_id: str):
     key = svc.idempotency_key(body.pop("idempotency_key", None),
                               request.headers.get("Idempotency-Key"))
     req = RetainRequest.model_validate(body)
-    job, _ = svc.retain(bank_id, req.items, async_=req.async_, idempotency_key=key)
+    job, _ = svc.retain(bank_id, req.items, async_=req.async_, idempotency_key=key,
+                        actor=principal().member_id)
     answer = {"success": job["state"] != "failed", "bank_id": bank_id,
               "items_count": len(req.items), "async": req.async_, "operation_id": str(job["id"]),
               "status": job["state"], "operation": jobs.to_json(job)}

@@ -56,7 +56,7 @@ def _client():
     except httpx.HTTPError as exc:
         raise click.ClickException(
             f"the RCLL API does not answer at {url} ({exc}); start it with `rcll dev up`")
-    return RCLLClient(url, timeout=300)
+    return RCLLClient(url, timeout=300, api_key=get_settings().api_key)
 
 
 class _Group(click.Group):
@@ -306,6 +306,10 @@ def eval_longmemeval(data_file: str, out: str | None, recipe: str | None,
 
     _write(run_longmemeval(_client(), data_file, recipe=recipe, tiers=tiers, reuse=reuse), out)
 
+
+from rcll.cli.units import unit as _unit_group  # noqa: E402  (the group imports _client)
+
+cli.add_command(_unit_group)
 
 if __name__ == "__main__":
     cli()

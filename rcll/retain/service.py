@@ -21,7 +21,7 @@ from rcll.retain import pipeline, stages
 from rcll.retain.models import RetainItem
 from rcll.retain.pipeline import RetainContext
 from rcll.retain.submit import submit_retain
-from rcll.store import jobs
+from rcll.store import audit, jobs
 from rcll.validation import clean_text
 
 Enqueue = Callable[[str, str], None]
@@ -83,7 +83,7 @@ class RetainService:
         return given[0] if given else None
 
     def retain(self, bank_id: str, items: list[RetainItem], *, async_: bool = True,
-               idempotency_key: str | None = None) -> tuple[dict, bool]:
+               idempotency_key: str | None = None, actor: str | None = None) -> tuple[dict, bool]:
         """Store a retain job for ``items`` and run or enqueue it; ``(job, created)``.
 
         ``async_``: enqueue the first stage after commit (the job is ``queued``); otherwise
@@ -92,6 +92,9 @@ class RetainService:
         :class:`~rcll.errors.Rejected`: ``413 too_many_items``, ``413 item_too_large``,
         ``400 sync_batch_too_large``, ``503 queue_unavailable`` (the job is ``failed`` with
         ``enqueue failed`` and can be retried with the same key).
+
+        A new job writes one audit entry ``retain`` (``actor``: the caller's member id;
+        details ``operation_id``, ``items``), in the job's transaction; a repeated key none.
         """
         self.check_item_count(len(items))
         for i, item in enumerate(items):
@@ -107,6 +110,9 @@ class RetainService:
                            "send async", {"items": len(items), "max": self.limits.sync_max_items})
         with self.pool.connection() as conn:
             job, created = submit_retain(conn, bank_id, items, idempotency_key)
+            if created:
+                audit.record(conn, actor, "retain", bank_id, None,
+                             {"operation_id": str(job["id"]), "items": len(items)})
         job_id = str(job["id"])
         if not created and job["state"] == "failed":  # a retry of a job never enqueued
             with self.pool.connection() as conn:
