@@ -5,6 +5,7 @@ Idempotent (a running part is left alone); PID and log files live in ``<state_di
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -26,7 +27,9 @@ def child_env(settings: Settings) -> dict:
     env = dict(os.environ)
     for name, value in settings.model_dump().items():
         if value is not None:
-            env[f"RCLL_{name.upper()}"] = str(value)
+            # lists and dicts as JSON: what pydantic-settings parses them from
+            env[f"RCLL_{name.upper()}"] = (json.dumps(value) if isinstance(value, (list, dict))
+                                           else str(value))
     env["RCLL_STATE_DIR"] = str(settings.state_dir.resolve())
     env.setdefault("HF_HUB_OFFLINE", "1")
     env.setdefault("TOKENIZERS_PARALLELISM", "false")
