@@ -16,7 +16,7 @@ def test_two_concurrent_corrects_one_wins(lc_app, services):
         barrier = threading.Barrier(2)
         answers: list = [None, None]
 
-        def go(i: int) -> None:
+        def go(i: int, barrier=barrier, answers=answers, rev=rev, rnd=rnd) -> None:
             client = lc_app.test_client()
             barrier.wait()
             answers[i] = client.patch(f"/banks/{bank}/units/{uid}", json={
