@@ -2,7 +2,8 @@
 
     PYTHONPATH=$PWD .venv/bin/python deploy/envfile.py > compose/.env.example
 
-Every setting appears with its description and default (commented out: the default applies).
+Every setting appears with its description (``# ...``) and its default, commented out
+(``#RCLL_NAME=default``: the default applies; remove the ``#`` to change it).
 Settings that ``compose/compose.yaml`` wires itself (database, Redis, ports: the
 ``environment`` of its ``x-rcll`` block) are listed as such; those it requires
 (``${NAME:?...}``) come first, uncommented, with a placeholder to replace.
@@ -84,11 +85,11 @@ def render(settings_cls=None, compose_text: str | None = None) -> str:
             continue
         lines = _describe(info)
         if name in wired:
-            lines.append(f"# {name}={env_value(info.default)}  (compose.yaml sets "
+            lines.append(f"#{name}={env_value(info.default)}  (compose.yaml sets "
                          f"{wired[name]})")
             wired_lines += [*lines, ""]
         else:
-            lines.append(f"# {name}={env_value(info.default)}")
+            lines.append(f"#{name}={env_value(info.default)}")
             settings_lines += [*lines, ""]
     out.append("# --- every other setting, at its default (uncomment to change) ---")
     out += settings_lines
