@@ -48,9 +48,9 @@ def role_of(argvs: list[list[str]]) -> tuple[str, list[str]]:
         joined = " ".join(argv)
         if "gunicorn" in joined and "api.app" in joined:
             return "api", argv
-        if "celery" in joined and " worker" in joined:
+        if "celery" in joined and "worker" in argv:
             return "worker", argv
-        if "celery" in joined and " beat" in joined:
+        if "celery" in joined and "beat" in argv:
             return "beat", argv
         for i, arg in enumerate(argv[:2]):  # `rcll X` or `python .../bin/rcll X`
             if Path(arg).name == "rcll" and i + 1 < len(argv) and argv[i + 1] in ("mcp", "migrate"):
