@@ -12,7 +12,6 @@ import click
 import pytest
 
 from rcll.config import Settings
-from workers.queues import QueueNames
 
 ROOT = Path(__file__).resolve().parents[2]
 RCLL_VAR = re.compile(r"(?<![A-Za-z0-9_])RCLL_[A-Z0-9_]+")
@@ -68,14 +67,3 @@ def skip_if_no_mcp_command() -> None:
     if "mcp" not in cli.commands:
         pytest.skip("`rcll mcp` is not on this branch yet (issue 9, MCP server)")
 
-
-@pytest.fixture(scope="session")
-def env_names() -> set[str]:
-    """Fixture: :func:`settings_env_names`."""
-    return settings_env_names()
-
-
-@pytest.fixture(scope="session")
-def queue_names() -> list[str]:
-    """Fixture: the Celery queues (``workers.queues.QueueNames``)."""
-    return QueueNames.all()

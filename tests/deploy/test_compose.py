@@ -17,12 +17,10 @@ from urllib.parse import urlparse
 import jsonschema
 import pytest
 import yaml
-from deploy_checks import (  # noqa: F401  (env_names, queue_names: fixtures)
+from deploy_checks import (
     RCLL_VAR,
     ROOT,
-    env_names,
     load_module,
-    queue_names,
     queues_of,
     rcll_command_problem,
     skip_if_no_mcp_command,

@@ -16,11 +16,9 @@ import kubernetes_validate
 import pytest
 import yaml
 from cloudcoil.models.keda.v1alpha1 import ScaledObject, TriggerAuthentication
-from deploy_checks import (  # noqa: F401  (env_names, queue_names: fixtures)
+from deploy_checks import (
     RCLL_VAR,
     ROOT,
-    env_names,
-    queue_names,
     queues_of,
     rcll_command_problem,
     skip_if_no_mcp_command,
