@@ -36,19 +36,29 @@ class Services:
 
     @cached_property
     def pool(self) -> ConnectionPool:
-        pool = make_pool(self.settings.db_url, max_size=8, name="rcll-rw",
+        """The read-write pool; in a read-only deployment (``RCLL_READ_ONLY``) the SELECT-only
+        role's, so nothing in the process can write."""
+        url = self.settings.db_url_readonly if self.settings.read_only else self.settings.db_url
+        pool = make_pool(url, max_size=8, name="rcll-rw",
                          timeout=self.settings.db_pool_timeout_s)
         pool.open(wait=False)
         return pool
 
     @cached_property
     def read_pool(self) -> ConnectionPool:
-        if self.settings.db_url_readonly == self.settings.db_url:
+        if self.settings.read_only or self.settings.db_url_readonly == self.settings.db_url:
             return self.pool
         pool = make_pool(self.settings.db_url_readonly, max_size=8, name="rcll-ro",
                          timeout=self.settings.db_pool_timeout_s)
         pool.open(wait=False)
         return pool
+
+    @cached_property
+    def access(self):
+        """Members, keys, grants and authentication (:class:`rcll.access.service.AccessService`)."""
+        from rcll.access.service import AccessService
+
+        return AccessService(self.pool, self.read_pool, self.settings)
 
     @cached_property
     def embedder(self) -> EmbedderHandle:

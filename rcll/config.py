@@ -9,7 +9,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -168,6 +168,13 @@ class Settings(BaseSettings):
     read_only: bool = Field(False, description="RCLL_READ_ONLY=on: the API serves only recall "
                             "and read, over the SELECT-only role; every write route is 403 "
                             "read_only_deployment.")
+
+    @model_validator(mode="after")
+    def _read_only_writes_nothing(self) -> Settings:
+        """A read-only deployment never writes, not even Redis: activation is off."""
+        if self.read_only and self.activation:
+            object.__setattr__(self, "activation", False)
+        return self
 
     @field_validator("recall_recipe")
     @classmethod
