@@ -149,7 +149,8 @@ class Services:
     def retain_service(self, enqueue: Callable[[str, str], None]) -> RetainService:
         """The retain service over this process's pool, sending stages with ``enqueue``."""
         return RetainService(self.pool, self.retain_context, enqueue,
-                             RetainLimits.from_settings(self.settings))
+                             RetainLimits.from_settings(self.settings),
+                             purposes=tuple(self.settings.purposes))
 
     @cached_property
     def query_cache(self) -> QueryVectorCache:
@@ -169,7 +170,8 @@ class Services:
                              lexical_df_cutoff=s.lexical_df_cutoff,
                              default_recipe=s.recall_recipe, rerank_top_n=s.rerank_top_n,
                              rerank_batch_size=s.rerank_batch_size, reranker=self.reranker,
-                             query_cache=self.query_cache)
+                             query_cache=self.query_cache,
+                             purposes=tuple(s.purposes), default_purpose=s.default_purpose)
 
     def close(self) -> None:
         for name in ("pool", "read_pool"):

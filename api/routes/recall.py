@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from flask import Blueprint, jsonify, request
 
-from api.auth import requires
+from api.auth import principal, requires
 from api.deps import json_body, services
 from api.errors import APIError
 from api.schemas import check_bank_id
@@ -27,7 +27,7 @@ def _run(bank_id: str, params: dict):
             raise APIError(400, "unknown_recipe", f"unknown recipe {name!r}",
                            {"field": key, "recipe": name, "known": sorted(RECIPES)})
     q = RecallQuery.model_validate(params)
-    return jsonify(services().cascade.recall(bank_id, q).to_json())
+    return jsonify(services().cascade.recall(bank_id, q, principal()).to_json())
 
 
 @bp.post("/v1/default/banks/<bank_id>/memories/recall")

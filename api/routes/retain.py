@@ -24,7 +24,8 @@ def retain(bank_id: str):
     key = svc.idempotency_key(body.pop("idempotency_key", None),
                               request.headers.get("Idempotency-Key"))
     req = RetainRequest.model_validate(body)
-    job, created = svc.retain(bank_id, req.items, async_=req.async_, idempotency_key=key)
+    job, created = svc.retain(bank_id, req.items, async_=req.async_, idempotency_key=key,
+                              principal=principal())
     if created:  # a repeated idempotency key is not a new action
         with services().pool.connection() as conn:
             audit.record(conn, principal().member_id, "retain", bank_id=bank_id,

@@ -26,6 +26,7 @@ import threading
 import time
 from dataclasses import dataclass, replace
 
+from rcll.access.principal import Principal
 from rcll.cascade.hot import is_complete_reask
 from rcll.cascade.policy import Plan, plan
 from rcll.config import Settings
@@ -97,16 +98,24 @@ class Cascade:
         self.settings = settings or CascadeSettings()
         self.redis_breaker = _Breaker(self.settings.redis_retry_s)
 
-    def recall(self, bank_id: str, q: RecallQuery) -> RecallResult:
-        """Answer ``q`` against ``bank_id`` through the tiers its plan allows. Raises
-        :class:`BankNotFound`. The result's ``tiers`` lists the tiers tried, the answering
+    def recall(self, bank_id: str, q: RecallQuery,
+               principal: Principal | None = None) -> RecallResult:
+        """Answer ``q`` against ``bank_id`` for ``principal`` through the tiers its plan
+        allows. Every tier filters by the caller scope (:meth:`RecallContext.scope`:
+        audience, purpose, hierarchy) inside its candidate query — tier 1 from the audience
+        and purposes it stores with each unit, tiers 2–3 in SQL — and tier 1–2 hits are
+        verified through the same scope in PostgreSQL. ``principal`` None: an internal call
+        (every audience; purpose only if ``q.purpose`` names one). Raises
+        :class:`BankNotFound`, :class:`~rcll.errors.Forbidden` (no read on the bank),
+        :class:`~rcll.errors.Rejected` (400 ``unknown_purpose``, 403 ``purpose_not_granted``).
+        The result's ``tiers`` lists the tiers tried, the answering
         one last; ``tier_reason`` says why; ``timings_ms`` (with ``trace``, ms) holds
         ``tier_hot`` and ``tier_warm`` (the lookups), ``tier_hot_verify`` /
         ``tier_warm_verify`` (hydrating the hits through the caller scope in PostgreSQL, when
         they were enough to answer), ``tier_cold`` (the whole pipeline) and ``total``."""
         t0 = time.perf_counter()
+        scope = self.ctx.scope(bank_id, q, principal)
         p = plan(q)
-        scope = CallerScope.for_query(bank_id, q)
         timings: dict[str, float] = {}
         degraded: list[str] = []
         tried: list[str] = []
@@ -162,7 +171,7 @@ class Cascade:
 
         t = time.perf_counter()
         cold_q = q.model_copy(update={"limit": p.limit, "max_tokens": p.max_tokens})
-        res = recall(self.ctx, bank_id, cold_q, embedded=pq)
+        res = recall(self.ctx, bank_id, cold_q, embedded=pq, scope=scope)
         timings["tier_cold"] = _ms(t)
         tried.append("cold")
         top = [r["id"] for r in res.results[: self.settings.promote_top]]

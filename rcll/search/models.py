@@ -34,7 +34,10 @@ class RecallQuery(TextModel):
     the token-budget-adaptive policy of spec §5 picks the tiers, the result count and the
     rendering (:func:`rcll.cascade.policy.plan`). ``tiers``: the cascade tiers allowed, a
     non-empty subset of ``hot``, ``warm``, ``cold`` (default all; ``["cold"]`` is the full
-    pipeline alone).
+    pipeline alone). ``purpose``: what the recall is for, one of the configured purposes
+    (``RCLL_PURPOSES``); only units whose ``purposes`` hold it are candidates. Default: the
+    deployment's ``RCLL_DEFAULT_PURPOSE`` for a member, no purpose filter for an internal or
+    auth-off call (:func:`rcll.access.purposes.recall_purpose`).
     """
 
     model_config = ConfigDict(extra="forbid", strict=True)
@@ -53,6 +56,7 @@ class RecallQuery(TextModel):
     trace: bool = False
     context_tokens_left: int | None = Field(None, ge=0, le=MAX_TOKENS_CAP * 100)
     tiers: list[str] | None = Field(None, min_length=1, max_length=3)
+    purpose: str | None = Field(None, min_length=1, max_length=64)
 
     @field_validator("tiers")
     @classmethod
