@@ -162,6 +162,14 @@ class Services:
         from rcll.cascade.wiring import build_cascade
         return build_cascade(self)
 
+    @cached_property
+    def lifecycle(self):
+        """The lifecycle verbs (:class:`rcll.lifecycle.service.Lifecycle`: read, remember,
+        derive, correct, supersede, forget) over this process's pools."""
+        from rcll.lifecycle.service import Lifecycle
+
+        return Lifecycle(self)
+
     def recall_context(self) -> RecallContext:
         s = self.settings
         return RecallContext(pool=self.read_pool, embedder=self.embedder, tokens=self.tokens,

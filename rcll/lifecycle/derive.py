@@ -1,0 +1,7 @@
+"""``derive`` (work in progress)."""
+
+from __future__ import annotations
+
+
+def derive(ctx, principal, bank_id, *args, **kwargs):
+    raise NotImplementedError("derive")
