@@ -17,24 +17,20 @@ import psycopg
 
 from rcll.access.principal import Principal
 from rcll.bootstrap import Services
-from rcll.errors import RCLLError, Rejected
+from rcll.errors import RCLLError
 
 STATE_KEY = "rcll_principal"
 
 
 def authenticate(services: Services, key: str | None) -> Principal:
-    """The principal of ``key``. Raises :class:`~rcll.errors.Rejected` 401
-    ``missing_api_key`` (no key) or 401 ``invalid_api_key`` (unknown, revoked, or its
-    member disabled — one message, no oracle) when ``settings.auth`` is on."""
+    """The principal of ``key`` (:meth:`rcll.access.service.AccessService.authenticate`, as
+    the HTTP API). Raises 401 ``missing_api_key`` (no key) or 401 ``invalid_api_key``
+    (unknown, revoked, or its member disabled — one message, no oracle) when
+    ``settings.auth`` is on; auth off: the unrestricted principal."""
     s = services.settings
     if not s.auth:
         return Principal.unrestricted(tuple(s.purposes))
-    if not key:
-        raise Rejected(401, "missing_api_key", "an API key is required (Authorization: Bearer <key>)")
-    from rcll.access import service as access  # the members/keys service (helper "auth")
-
-    return access.authenticate(services, key)
-
+    return services.access.authenticate(key)
 
 def bearer(header: str | None) -> str | None:
     """The key of an ``Authorization: Bearer <key>`` header value, else ``None``."""

@@ -17,14 +17,12 @@ Tools (each one call of an ``rcll`` service; the HTTP routes call the same ones)
 Every tool answers the JSON the HTTP route answers (``structured_content`` and one text
 block); a refusal is a tool error carrying the HTTP status and error envelope
 (:mod:`mcp_server.results`). ``bank_id`` may be left out when the server was started with a
-default bank (``rcll mcp --bank``). Resource ``rcll://banks/{bank_id}/context`` (and
-``rcll://context`` for the default bank) and prompt ``session_start`` give the session-start
-context (:mod:`rcll.search.session_context`) as Markdown.
+default bank (``rcll mcp --bank``). Resource ``rcll://banks/{bank_id}/context`` and prompt ``session_start`` (its ``bank_id``
+defaults to the server's bank) give the session-start context (:mod:`rcll.search.session_context`) as Markdown.
 """
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -40,7 +38,7 @@ from mcp_server import results
 from mcp_server.auth import STATE_KEY
 from rcll.access.principal import Principal
 from rcll.bootstrap import Services
-from rcll.errors import InvalidInput, Rejected, RCLLError
+from rcll.errors import InvalidInput, RCLLError, Rejected
 from rcll.retain.models import RetainItem
 from rcll.retain.service import RetainService
 from rcll.search import session_context as sc
@@ -112,25 +110,12 @@ def _given(**fields: Any) -> dict:
     return {k: v for k, v in fields.items() if v is not None}
 
 
-def _accepts(fn, name: str) -> bool:
-    return name in inspect.signature(fn).parameters
-
-
 def recall(rt: Runtime, principal: Principal, bank_id: str, params: dict) -> dict:
     """The recall of ``POST …/memories/recall``: validate ``params`` as a
-    :class:`~rcll.search.models.RecallQuery`, require ``read``, run the cascade as
-    ``principal``. Returns the recall JSON."""
-    principal.require(bank_id, "read")
+    :class:`~rcll.search.models.RecallQuery` and run the cascade as ``principal`` (it checks
+    ``read`` and the purpose). Returns the recall JSON."""
     q = RecallQuery.model_validate(params)
-    cascade = rt.services.cascade
-    if _accepts(cascade.recall, "principal"):
-        return cascade.recall(bank_id, q, principal=principal).to_json()
-    # Before the permission filter is wired into the cascade (helper "perms"), only a
-    # principal that sees everything may recall: fail closed, never leak.
-    if not principal.all_audiences:
-        raise Rejected(503, "recall_unscoped", "this build cannot filter recall by caller yet")
-    return cascade.recall(bank_id, q).to_json()
-
+    return rt.services.cascade.recall(bank_id, q, principal=principal).to_json()
 
 def retain(rt: Runtime, principal: Principal, bank_id: str, items: list[dict], sync: bool,
            idempotency_key: str | None) -> dict:
@@ -147,10 +132,8 @@ def retain(rt: Runtime, principal: Principal, bank_id: str, items: list[dict], s
                        {"items": len(items), "max": SYNC_MAX_ITEMS})
     key = svc.idempotency_key(idempotency_key)
     parsed = [RetainItem.model_validate(i) for i in items]
-    kwargs = {"async_": not sync, "idempotency_key": key}
-    if _accepts(svc.retain, "principal"):
-        kwargs["principal"] = principal
-    job, _ = svc.retain(bank_id, parsed, **kwargs)
+    job, _ = svc.retain(bank_id, parsed, async_=not sync, idempotency_key=key,
+                        principal=principal)
     return {"success": job["state"] != "failed", "bank_id": bank_id, "items_count": len(parsed),
             "async": not sync, "operation_id": str(job["id"]), "status": job["state"],
             "operation": jobs.to_json(job)}
@@ -282,11 +265,11 @@ def build_server(rt: Runtime) -> MCPServer:
         return results.run("memory_remember", call)
 
     @mcp.tool(annotations=READ)
-    def memory_read(unit_id: UnitId, bank_id: BankId = None,
+    def memory_read(unit_id: UnitId, bank_id: BankId = None, purpose: str | None = None,
                     ctx: Context | None = None) -> CallToolResult:
         """Read one unit by id with its links and sources (404 if absent or not visible)."""
         return results.run("memory_read", lambda: lifecycle().read(
-            rt.caller(ctx), rt.bank(bank_id), unit_id))
+            rt.caller(ctx), rt.bank(bank_id), unit_id, purpose))
 
     @mcp.tool(annotations=WRITE)
     def memory_derive(
@@ -391,13 +374,6 @@ def build_server(rt: Runtime) -> MCPServer:
         """Session-start memory of a bank: its L0 and L1 units and the most recent units
         visible to you, within ~800 tokens."""
         return _context_text(ctx, bank_id, None, sc.DEFAULT_BUDGET_TOKENS)
-
-    if rt.default_bank:
-        @mcp.resource("rcll://context", name="default_session_context", mime_type="text/markdown")
-        def default_context(ctx: Context) -> str:
-            """Session-start memory of this server's default bank (as
-            rcll://banks/{bank_id}/context)."""
-            return _context_text(ctx, None, None, sc.DEFAULT_BUDGET_TOKENS)
 
     @mcp.prompt(name="session_start")
     def session_start(bank_id: str | None = None, purpose: str | None = None,

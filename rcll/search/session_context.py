@@ -11,11 +11,14 @@ HTTP (``GET /banks/{bank_id}/context``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
 from rcll.access.principal import Principal
-from rcll.errors import InvalidInput, Rejected
+from rcll.access.purposes import recall_purpose
+from rcll.errors import InvalidInput
 from rcll.models.tokenizer import TokenCounter
 from rcll.search.scope import CallerScope
 from rcll.store import banks
@@ -28,25 +31,19 @@ SECTIONS = ("l0", "l1", "recent")
 
 
 def caller_scope(principal: Principal, bank_id: str, purpose: str | None,
-                 known_purposes: list[str] | tuple[str, ...], default_purpose: str) -> CallerScope:
-    """The scope a session-start read of ``bank_id`` by ``principal`` may see.
+                 known_purposes: Sequence[str], default_purpose: str) -> CallerScope:
+    """The scope a session-start read of ``bank_id`` by ``principal`` may see: recall's
+    rules (:func:`rcll.access.purposes.recall_purpose` — a member's default purpose is the
+    deployment's; auth off: no purpose filter unless one is named).
 
     Raises :class:`~rcll.errors.Forbidden` (403 ``forbidden``) without ``read`` on the bank,
-    ``Rejected`` 400 ``unknown_purpose`` for a purpose outside the configured set and 403
-    ``purpose_not_granted`` for one the caller's grant does not hold. An unrestricted
-    principal (auth off) gets no audience filter but still the purpose filter.
+    ``Rejected`` 400 ``unknown_purpose`` and 403 ``purpose_not_granted``.
     """
     principal.require(bank_id, "read")
-    purpose = purpose or default_purpose
-    if purpose not in known_purposes:
-        raise Rejected(400, "unknown_purpose", f"unknown purpose {purpose!r}",
-                       {"purpose": purpose, "known": list(known_purposes)})
-    if purpose not in principal.purposes(bank_id):
-        raise Rejected(403, "purpose_not_granted",
-                       f"this key may not recall bank {bank_id!r} for purpose {purpose!r}",
-                       {"purpose": purpose, "granted": list(principal.purposes(bank_id))})
+    chosen = recall_purpose(purpose, principal, bank_id, known=known_purposes,
+                            default=default_purpose)
     return CallerScope(bank_id=bank_id, layer_cap=2, member_id=principal.member_id,
-                       all_audiences=principal.all_audiences, purpose=purpose)
+                       all_audiences=principal.all_audiences, purpose=chosen)
 
 
 def session_context(pool: ConnectionPool, tokens: TokenCounter, scope: CallerScope,
@@ -118,7 +115,8 @@ def render(ctx: dict) -> str:
     bullet per unit (``[id] text``), so an agent can cite or ``memory_read`` a unit."""
     titles = {"l0": "Identity and standing instructions (L0)", "l1": "Key facts (L1)",
               "recent": "Recent memories"}
-    lines = [f"# Memory of bank {ctx['bank_id']} (purpose {ctx['purpose']}, "
+    purpose = ctx["purpose"] or "any"
+    lines = [f"# Memory of bank {ctx['bank_id']} (purpose {purpose}, "
              f"{ctx['tokens_used']}/{ctx['budget_tokens']} tokens)"]
     for section in SECTIONS:
         if ctx[section]:

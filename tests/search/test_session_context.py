@@ -108,12 +108,16 @@ def test_refusals(services, units):
 
 
 def test_http_route(client, units):
-    resp = client.get(f"/banks/{BANK}/context?budget_tokens=30")
+    resp = client.get(f"/banks/{BANK}/context?budget_tokens=40")
     body = resp.get_json()
     assert resp.status_code == 200, body
-    # auth off: the unrestricted principal sees every audience, purpose assist
+    # auth off: the unrestricted principal sees every audience and, naming no purpose,
+    # every purpose (recall's rule)
     assert _ids(body, "l0") == [units["l0_alice"], units["l0_bank"]]
-    assert _ids(body, "l1") == [units["l1_bank"]] and body["tokens_used"] == 30
+    assert _ids(body, "l1") == [units["l1_bank"], units["l1_audit"]]
+    assert body["tokens_used"] == 40 and body["purpose"] is None and body["recent"] == []
+    body = client.get(f"/banks/{BANK}/context?purpose=assist").get_json()
+    assert units["l1_audit"] not in _ids(body, "l1") and body["purpose"] == "assist"
     assert client.get(f"/banks/{BANK}/context?budget_tokens=x").status_code == 400
     resp = client.get("/banks/no-such-bank/context")
     assert (resp.status_code, resp.get_json()["error"]["code"]) == (404, "bank_not_found")

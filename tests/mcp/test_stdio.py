@@ -1,0 +1,53 @@
+"""A real MCP client session (the SDK's stdio client) against ``python -m mcp_server``
+spawned as a subprocess with the test deployment's settings, auth on."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from tests.mcp.conftest import BANK, ROOT, STDIO_BANK, server_env
+from tests.mcp.flow import call, verb_flow
+
+
+def _params(settings, key: str | None, *args: str) -> StdioServerParameters:
+    extra = {"RCLL_API_KEY": key} if key else {}
+    return StdioServerParameters(command=sys.executable, args=["-m", "mcp_server", *args],
+                                 env=server_env(settings, **extra), cwd=str(ROOT))
+
+
+@pytest.mark.anyio
+async def test_stdio_session_every_verb(auth_settings, keys):
+    async with stdio_client(_params(auth_settings, keys["writer"], "--bank", BANK)) as (r, w), \
+            ClientSession(r, w) as session:
+        init = await session.initialize()
+        assert init.server_info.name == "rcll"
+        await verb_flow(session, STDIO_BANK)
+
+
+@pytest.mark.anyio
+async def test_stdio_roles(auth_settings, keys):
+    async with stdio_client(_params(auth_settings, keys["reader"], "--bank", BANK)) as (r, w), \
+            ClientSession(r, w) as session:
+        await session.initialize()
+        err, denied = await call(session, "memory_remember", text="readers cannot write")
+        assert err and (denied["status"], denied["error"]["code"]) == (403, "forbidden")
+        err, denied = await call(session, "memory_recall", query="x", bank_id="mcp-other")
+        assert err and denied["status"] == 403
+        err, denied = await call(session, "memory_recall", query="x", purpose="audit")
+        assert err and (denied["status"], denied["error"]["code"]) == (403, "purpose_not_granted")
+
+
+@pytest.mark.parametrize("key,code", [(None, "missing_api_key"), ("rcll_nope_nothing", "invalid_api_key"),
+                                      ("revoked", "invalid_api_key")])
+def test_stdio_refuses_to_start_without_a_valid_key(auth_settings, keys, key, code):
+    key = keys.get(key, key) if key else None
+    env = server_env(auth_settings, **({"RCLL_API_KEY": key} if key else {}))
+    proc = subprocess.run([sys.executable, "-m", "mcp_server"], env=env, cwd=ROOT,
+                          input="", capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert f"rcll mcp: {code}" in proc.stderr and proc.stdout == ""
