@@ -17,8 +17,9 @@ Tools (each one call of an ``rcll`` service; the HTTP routes call the same ones)
 Every tool answers the JSON the HTTP route answers (``structured_content`` and one text
 block); a refusal is a tool error carrying the HTTP status and error envelope
 (:mod:`mcp_server.results`). ``bank_id`` may be left out when the server was started with a
-default bank (``rcll mcp --bank``). Resource ``rcll://banks/{bank_id}/context`` and prompt ``session_start`` (its ``bank_id``
-defaults to the server's bank) give the session-start context (:mod:`rcll.search.session_context`) as Markdown.
+default bank (``rcll mcp --bank``). Resource ``rcll://banks/{bank_id}/context`` and prompt
+``session_start`` (its ``bank_id`` defaults to the server's bank) give the session-start
+context (:mod:`rcll.search.session_context`) as Markdown.
 """
 
 from __future__ import annotations
