@@ -5,9 +5,9 @@ from __future__ import annotations
 from flask import Blueprint, jsonify, request
 
 from api.auth import principal, requires
-from api.deps import json_body, retain_service, services
+from api.deps import json_body, retain_service
 from api.schemas import RetainRequest, check_bank_id
-from rcll.store import audit, jobs
+from rcll.store import jobs
 
 bp = Blueprint("retain", __name__)
 
@@ -24,12 +24,8 @@ def retain(bank_id: str):
     key = svc.idempotency_key(body.pop("idempotency_key", None),
                               request.headers.get("Idempotency-Key"))
     req = RetainRequest.model_validate(body)
-    job, created = svc.retain(bank_id, req.items, async_=req.async_, idempotency_key=key,
-                              principal=principal())
-    if created:  # a repeated idempotency key is not a new action
-        with services().pool.connection() as conn:
-            audit.record(conn, principal().member_id, "retain", bank_id=bank_id,
-                         details={"operation_id": str(job["id"]), "items": len(req.items)})
+    job, _ = svc.retain(bank_id, req.items, async_=req.async_, idempotency_key=key,
+                        principal=principal())
     answer = {"success": job["state"] != "failed", "bank_id": bank_id,
               "items_count": len(req.items), "async": req.async_, "operation_id": str(job["id"]),
               "status": job["state"], "operation": jobs.to_json(job)}

@@ -323,8 +323,10 @@ def eval_longmemeval(data_file: str, out: str | None, recipe: str | None,
 
 
 from rcll.cli import access as _access_cli  # noqa: E402  (members, keys, grants, audit)
+from rcll.cli.units import unit as _unit_group  # noqa: E402  (the group imports _client)
 
 _access_cli.register(cli)
+cli.add_command(_unit_group)
 
 if __name__ == "__main__":
     cli()

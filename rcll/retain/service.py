@@ -23,7 +23,7 @@ from rcll.retain import pipeline, stages
 from rcll.retain.models import RetainItem
 from rcll.retain.pipeline import RetainContext
 from rcll.retain.submit import submit_retain
-from rcll.store import jobs
+from rcll.store import audit, jobs
 from rcll.validation import clean_text
 
 Enqueue = Callable[[str, str], None]
@@ -131,6 +131,9 @@ class RetainService:
         ``413 too_many_items``, ``413 item_too_large``,
         ``400 sync_batch_too_large``, ``503 queue_unavailable`` (the job is ``failed`` with
         ``enqueue failed`` and can be retried with the same key).
+
+        A new job writes one audit entry ``retain`` (actor: ``principal``'s member id;
+        details ``operation_id``, ``items``), in the job's transaction; a repeated key none.
         """
         self.check_item_count(len(items))
         for i, item in enumerate(items):
@@ -147,6 +150,10 @@ class RetainService:
         items = self.with_access(bank_id, items, principal)
         with self.pool.connection() as conn:
             job, created = submit_retain(conn, bank_id, items, idempotency_key)
+            if created:
+                actor = principal.member_id if principal is not None else None
+                audit.record(conn, actor, "retain", bank_id, None,
+                             {"operation_id": str(job["id"]), "items": len(items)})
         job_id = str(job["id"])
         if not created and job["state"] == "failed":  # a retry of a job never enqueued
             with self.pool.connection() as conn:

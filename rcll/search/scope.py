@@ -98,7 +98,8 @@ class CallerScope:
     def where(self, alias: str = "u") -> tuple[str, dict]:
         """``(sql, params)`` restricting ``alias`` (memory_units) to this scope; named
         ``%(…)s`` parameters, to be merged into the statement's own."""
-        parts = [f"{alias}.bank_id = %(bank_id)s", f"{alias}.layer <= %(layer_cap)s"]
+        parts = [f"{alias}.bank_id = %(bank_id)s", f"{alias}.layer <= %(layer_cap)s",
+                 f"{alias}.forgotten_at IS NULL"]  # a forgotten unit is never a candidate
         if not self.include_superseded:
             parts += [f"{alias}.superseded_by_id IS NULL", f"{alias}.invalidated_reason IS NULL"]
         params: dict = {"bank_id": self.bank_id, "layer_cap": self.layer_cap}

@@ -143,12 +143,13 @@ def apply_version(conn: Connection, bank_id: str, job_id: str, version: Document
                      mentioned_at = EXCLUDED.mentioned_at, metadata = EXCLUDED.metadata,
                      tags = EXCLUDED.tags, document_revision = EXCLUDED.document_revision,
                      chunk_id = EXCLUDED.chunk_id
+                 WHERE memory_units.forgotten_at IS NULL
                RETURNING (xmax = 0) AS inserted""",
             (bank_id, doc_uuid, chunk["id"], d.chunk_hash, job_id, d.kind, d.text, d.context,
              d.room, d.hall, d.layer, d.mentioned_at, Jsonb(d.metadata), d.tags, d.token_count,
              revision, d.audience, list(d.purposes)),
         ).fetchone()
-        created += bool(row["inserted"])
+        created += bool(row and row["inserted"])  # None: a forgotten unit stays a tombstone
     if not doc["inserted"]:  # a new document has no other units
         # derived units (facts) stay live while the chunk they derive from is in this version
         hashes = [d.chunk_hash for d in drafts]
