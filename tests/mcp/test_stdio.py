@@ -21,12 +21,21 @@ def _params(settings, key: str | None, *args: str) -> StdioServerParameters:
 
 
 @pytest.mark.anyio
-async def test_stdio_session_every_verb(auth_settings, keys):
+async def test_stdio_session_every_verb(auth_settings, auth_services, keys):
     async with stdio_client(_params(auth_settings, keys["writer"], "--bank", BANK)) as (r, w), \
             ClientSession(r, w) as session:
         init = await session.initialize()
         assert init.server_info.name == "rcll"
         await verb_flow(session, STDIO_BANK)
+    # every write went through the services, so each is in the audit log as the key's member
+    with auth_services.pool.connection() as conn:
+        rows = conn.execute("SELECT actor, action, count(*) AS n FROM audit_log "
+                            "WHERE bank_id = %s AND actor = %s GROUP BY actor, action",
+                            (STDIO_BANK, "mcp-writer")).fetchall()
+    assert {(r["actor"], r["action"]): r["n"] for r in rows} == {
+        ("mcp-writer", "retain"): 2, ("mcp-writer", "remember"): 2,
+        ("mcp-writer", "derive"): 1, ("mcp-writer", "correct"): 1,
+        ("mcp-writer", "supersede"): 1, ("mcp-writer", "forget"): 1}
 
 
 @pytest.mark.anyio
