@@ -17,6 +17,7 @@ import json
 import os
 import sys
 import textwrap
+import uuid
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -58,11 +59,15 @@ async def connect(url: str | None, key: str | None):
 
 
 async def tool(session: ClientSession, name: str, args: dict) -> dict:
-    show(f"call {name} {json.dumps(args, ensure_ascii=False)}", "")
+    print(f"\n>>> call {name} {json.dumps(args, ensure_ascii=False)}")
     res = await session.call_tool(name, args)
-    payload = res.structured_content
-    print(f"    <- {'ERROR' if res.is_error else 'ok'}")
-    return payload
+    print(f"    <- {'isError: true' if res.is_error else 'ok'}")
+    return res.structured_content
+
+
+def _first_sentence(text: str | None) -> str:
+    flat = " ".join((text or "").split())
+    return flat.split(". ")[0].rstrip(".") + "."
 
 
 def brief_unit(u: dict) -> dict:
@@ -78,11 +83,11 @@ async def main(args) -> None:
               f"{'streamable HTTP ' + args.url if args.url else 'stdio'}; protocol "
               f"{init.protocol_version}")
         tools = await session.list_tools()
-        show("list_tools", "\n".join(f"{t.name}: {(t.description or '').splitlines()[0]}"
+        show("list_tools", "\n".join(f"{t.name}: {_first_sentence(t.description)}"
                                      for t in tools.tools))
 
         r = await tool(session, "memory_retain", {
-            "bank_id": bank, "sync": True, "document_id": "runbook/backups",
+            "bank_id": bank, "sync": True, "document_id": f"runbook/backups-{uuid.uuid4().hex[:8]}",
             "content": "The nightly backup of the orders database runs at 02:00 UTC "
                        "and is kept for 30 days."})
         show("retain answer", {k: r.get(k) for k in ("operation_id", "status", "items_count")}
@@ -91,7 +96,7 @@ async def main(args) -> None:
         rec = await tool(session, "memory_recall", {
             "bank_id": bank, "query": "when does the orders backup run?", "limit": 3,
             "tiers": ["cold"]})
-        if "error" in rec:
+        if "error" in rec or not rec["results"]:
             show("recall answer", rec)
             return
         show("recall answer", {"tiers": rec["tiers"], "mode": rec["mode"],
