@@ -12,7 +12,8 @@ refused (fail closed).
 Order of the checks, before any view code or database write:
 
 1. the route declares no role → 403 ``route_not_declared`` (a bug; logged);
-2. read-only deployment and the role is ``write`` or ``admin`` → 403 ``read_only_deployment``;
+2. read-only deployment and the role is ``write`` or ``admin``, or a non-GET method on a route
+   not declared ``read`` → 403 ``read_only_deployment`` (:func:`refused_when_read_only`);
 3. ``public`` → no authentication;
 4. auth on: no key → 401 ``missing_api_key``; a malformed, unknown or revoked key, or a
    disabled member → 401 ``invalid_api_key`` (one message for all);
@@ -39,6 +40,7 @@ log = logging.getLogger(__name__)
 ROLE_ATTR = "_rcll_role"
 LEVELS = ("public", "member", "read", "write", "admin")
 WRITE_LEVELS = frozenset({"write", "admin"})
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 def requires(role: str) -> Callable:
@@ -51,6 +53,13 @@ def requires(role: str) -> Callable:
         return view
 
     return mark
+
+
+def refused_when_read_only(role: str, method: str) -> bool:
+    """Whether a read-only deployment refuses this route: a ``write`` or ``admin`` route, or
+    any method but GET/HEAD/OPTIONS on a route not declared ``read`` (``POST …/recall`` is
+    ``read``; ``DELETE /keys/{id}``, a ``member`` route, is refused)."""
+    return role in WRITE_LEVELS or (method not in SAFE_METHODS and role != "read")
 
 
 def declared_role(view: Callable | None) -> str | None:
@@ -96,7 +105,7 @@ def register(app: Flask) -> None:
                 raise Rejected(403, "route_not_declared",
                                "this route declares no access role and is refused",
                                {"endpoint": request.endpoint})
-            if settings.read_only and role in WRITE_LEVELS:
+            if settings.read_only and refused_when_read_only(role, request.method):
                 raise Rejected(403, "read_only_deployment",
                                "this is a read-only deployment: only recall and read are "
                                "served; send writes to the read-write API",
