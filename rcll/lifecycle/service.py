@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rcll.access.principal import Principal
-from rcll.hierarchy.classifier import default_classifier
 from rcll.lifecycle import correct, derive, forget, read, remember, supersede
 from rcll.lifecycle.context import LifecycleContext
 
@@ -25,17 +24,7 @@ class Lifecycle:
     """The seven verbs' write/read services (recall stays in rcll.cascade)."""
 
     def __init__(self, services: Services) -> None:
-        s = services.settings
-        from rcll.bootstrap import skip_stages
-
-        self.ctx = LifecycleContext(
-            pool=services.pool, read_pool=services.read_pool, embedder=services.embedder,
-            tokens=services.tokens, classifier=default_classifier(),
-            max_tokens=services.chunk_tokens, hot=services.hot_tier,
-            purposes=tuple(s.purposes), default_purpose=s.default_purpose,
-            semantic_link_top_k=s.semantic_link_top_k,
-            semantic_link_min_cosine=s.semantic_link_min_cosine,
-            skip_stages=skip_stages(s.retain_skip_stages))
+        self.ctx = LifecycleContext(services)
 
     def read(self, principal: Principal, bank_id: str, unit_id: str,
              purpose: str | None = None) -> dict:

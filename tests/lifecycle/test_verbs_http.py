@@ -134,7 +134,8 @@ def test_derive_intersections(api, services, as_):
     assert _audit(services, d["id"]) == [(None, "derive")]
 
     r = derive([b1["id"], a["id"]], headers=as_("alice"))
-    assert r.status_code == 201 and (r.get_json()["audience"], r.get_json()["purposes"]) == ("alice", ["operate"])
+    assert r.status_code == 201
+    assert (r.get_json()["audience"], r.get_json()["purposes"]) == ("alice", ["operate"])
 
     r = derive([a["id"], b["id"]])
     assert r.status_code == 409
