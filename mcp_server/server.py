@@ -96,6 +96,14 @@ class Runtime:
             return self.principal
         raise Rejected(401, "missing_api_key", "an API key is required")
 
+    def writable(self, tool: str) -> None:
+        """Raise 403 ``read_only_deployment`` in a read-only deployment (``RCLL_READ_ONLY``):
+        only recall, read and the session context are served, as over HTTP."""
+        if self.services.settings.read_only:
+            raise Rejected(403, "read_only_deployment",
+                           "this is a read-only deployment: only recall and read are served; "
+                           "send writes to the read-write deployment", {"tool": tool})
+
     def bank(self, bank_id: str | None) -> str:
         """``bank_id``, else the default bank; 400 ``invalid_request`` when neither is set,
         400 ``invalid_bank_id`` for a malformed id."""
@@ -226,6 +234,7 @@ def build_server(rt: Runtime) -> MCPServer:
         embed, link). Give `content` (one item, with its optional fields) or `items`.
         Answers {operation_id, status, ...}; status is `queued` unless `sync`."""
         def call():
+            rt.writable("memory_retain")
             if (content is None) == (items is None):
                 raise InvalidInput("give exactly one of content or items",
                                    {"fields": ["content", "items"]})
@@ -258,6 +267,7 @@ def build_server(rt: Runtime) -> MCPServer:
         """Remember one unit now (synchronous: stored, embedded and linked before it
         answers). Answers the unit (id, revision, audience, purposes, …)."""
         def call():
+            rt.writable("memory_remember")
             unit = _given(text=text, kind=kind, context=context, room=room, hall=hall,
                           layer=layer, audience=audience, purposes=purposes,
                           occurred_start=occurred_start, occurred_end=occurred_end,
@@ -292,6 +302,7 @@ def build_server(rt: Runtime) -> MCPServer:
         purposes are the intersection of the sources'; an empty one is refused (409
         empty_intersection)."""
         def call():
+            rt.writable("memory_derive")
             unit = _given(text=text, kind=kind, context=context, room=room, hall=hall,
                           layer=layer, metadata=metadata, tags=tags, confidence=confidence)
             return lifecycle().derive(rt.caller(ctx), rt.bank(bank_id), source_ids, unit)
@@ -318,6 +329,7 @@ def build_server(rt: Runtime) -> MCPServer:
         """Edit a unit's text or fields in place (revision + 1, history kept). A stale
         revision is refused: 409 revision_conflict with details.current_revision."""
         def call():
+            rt.writable("memory_correct")
             changes = _given(text=text, kind=kind, context=context, room=room, hall=hall,
                              layer=layer, audience=audience, purposes=purposes,
                              metadata=metadata, tags=tags, confidence=confidence)
@@ -347,6 +359,7 @@ def build_server(rt: Runtime) -> MCPServer:
         """Replace a unit with a new one (the old is kept as history, marked superseded).
         Answers {superseded, unit}; a stale revision → 409 revision_conflict."""
         def call():
+            rt.writable("memory_supersede")
             unit = _given(text=text, kind=kind, context=context, room=room, hall=hall,
                           layer=layer, audience=audience, purposes=purposes,
                           metadata=metadata, tags=tags)
@@ -359,8 +372,10 @@ def build_server(rt: Runtime) -> MCPServer:
                       ctx: Context | None = None) -> CallToolResult:
         """Forget a unit: its text, vectors and cached copies are erased (a tombstone and an
         audit entry remain). Answers {unit_id, forgotten_at}."""
-        return results.run("memory_forget", lambda: lifecycle().forget(
-            rt.caller(ctx), rt.bank(bank_id), unit_id, reason))
+        def call():
+            rt.writable("memory_forget")
+            return lifecycle().forget(rt.caller(ctx), rt.bank(bank_id), unit_id, reason)
+        return results.run("memory_forget", call)
 
     def _context_text(ctx: Context | None, bank_id: str | None, purpose: str | None,
                       budget_tokens: int) -> str:

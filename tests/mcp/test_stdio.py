@@ -60,3 +60,33 @@ def test_stdio_refuses_to_start_without_a_valid_key(auth_settings, keys, key, co
                           input="", capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert f"rcll mcp: {code}" in proc.stderr and proc.stdout == ""
+
+
+@pytest.mark.anyio
+async def test_stdio_read_only_deployment_refuses_every_write(auth_settings, auth_services, keys):
+    writes = {"memory_retain": {"content": "x", "sync": True},
+              "memory_remember": {"text": "x"},
+              "memory_derive": {"source_ids": ["00000000-0000-0000-0000-000000000001"],
+                                "text": "x"},
+              "memory_correct": {"unit_id": "00000000-0000-0000-0000-000000000001",
+                                 "revision": 1, "text": "x"},
+              "memory_supersede": {"unit_id": "00000000-0000-0000-0000-000000000001",
+                                   "revision": 1, "text": "x"},
+              "memory_forget": {"unit_id": "00000000-0000-0000-0000-000000000001"}}
+    with auth_services.pool.connection() as conn:
+        before = conn.execute("SELECT (SELECT count(*) FROM memory_units) AS u, "
+                              "(SELECT count(*) FROM audit_log) AS a").fetchone()
+    params = _params(auth_settings, keys["writer"], "--bank", BANK)
+    params.env["RCLL_READ_ONLY"] = "on"
+    async with stdio_client(params) as (r, w), ClientSession(r, w) as session:
+        await session.initialize()
+        for tool, args in writes.items():
+            err, denied = await call(session, tool, **args)
+            assert err and (denied["status"], denied["error"]["code"]) == \
+                (403, "read_only_deployment"), (tool, denied)
+        err, rec = await call(session, "memory_recall", query="anything")
+        assert not err and "results" in rec
+    with auth_services.pool.connection() as conn:
+        after = conn.execute("SELECT (SELECT count(*) FROM memory_units) AS u, "
+                             "(SELECT count(*) FROM audit_log) AS a").fetchone()
+    assert after == before
