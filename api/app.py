@@ -11,6 +11,7 @@ from flask import Flask
 from api import errors
 from api.routes import banks, closets, dedup, feedback, health, memories, operations, recall, retain
 from api.routes import entities as entity_routes
+from api.routes import tunnels as tunnel_routes
 from rcll.bootstrap import Services, bootstrap
 from rcll.config import Settings
 
@@ -43,6 +44,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
                closets.bp, feedback.bp):
         app.register_blueprint(bp)
     app.register_blueprint(entity_routes.bp)
+    app.register_blueprint(tunnel_routes.bp)
     logging.basicConfig(level=logging.INFO)
     # Load the embedder, then the reranker (checking its scoring head), in the background so
     # the first recall does not pay for them and /readyz reports the reranker from start-up.

@@ -151,6 +151,15 @@ class Services:
         from rcll.cascade.wiring import build_cascade
         return build_cascade(self)
 
+    @cached_property
+    def tunnels(self):
+        """Tunnels between banks (:class:`rcll.hierarchy.tunnels.TunnelService`); the bridge
+        searches through the cascade with the deployment's recipe."""
+        from rcll.hierarchy.tunnels import TunnelService
+
+        return TunnelService(self.pool, self.read_pool, recall=self.cascade.recall,
+                             recipe=self.settings.recall_recipe)
+
     def recall_context(self) -> RecallContext:
         s = self.settings
         return RecallContext(pool=self.read_pool, embedder=self.embedder, tokens=self.tokens,

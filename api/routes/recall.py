@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from flask import Blueprint, jsonify, request
 
+from api.auth import principal
 from api.deps import json_body, services
 from api.errors import APIError
 from api.schemas import check_bank_id
@@ -26,7 +27,7 @@ def _run(bank_id: str, params: dict):
             raise APIError(400, "unknown_recipe", f"unknown recipe {name!r}",
                            {"field": key, "recipe": name, "known": sorted(RECIPES)})
     q = RecallQuery.model_validate(params)
-    return jsonify(services().cascade.recall(bank_id, q).to_json())
+    return jsonify(services().cascade.recall(bank_id, q, principal=principal()).to_json())
 
 
 @bp.post("/v1/default/banks/<bank_id>/memories/recall")
@@ -50,7 +51,7 @@ def recall_get(bank_id: str):
                 raise APIError(400, "invalid_request", f"{key} must be an integer",
                                {"field": key, "value": raw[:64]})
             params[key] = int(raw)
-    for key in ("trace", "include_archive", "include_superseded"):
+    for key in ("trace", "include_archive", "include_superseded", "follow_tunnels"):
         if key in params:
             raw = params[key].lower()
             if raw not in _BOOLEANS:

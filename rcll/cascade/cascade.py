@@ -26,17 +26,19 @@ import threading
 import time
 from dataclasses import dataclass, replace
 
+from rcll.access.principal import Principal
 from rcll.cascade.hot import is_complete_reask
 from rcll.cascade.policy import Plan, plan
 from rcll.config import Settings
 from rcll.errors import BankNotFound
 from rcll.search.budget import cut_to_budget
 from rcll.search.models import RecallQuery, RecallResult
-from rcll.search.recall import RecallContext, _render, prepare, recall
+from rcll.search.recall import RecallContext, _entities, _render, prepare, recall
 from rcll.search.recipes import POST, RECIPES
 from rcll.search.scope import CallerScope
 from rcll.search.state import UNIT_COLUMNS, RecallState
 from rcll.search.steps import run_steps
+from rcll.search.tunnels import SCORE_FACTOR, TOP_SOURCES, TunnelHit, follow
 
 log = logging.getLogger(__name__)
 
@@ -97,16 +99,27 @@ class Cascade:
         self.settings = settings or CascadeSettings()
         self.redis_breaker = _Breaker(self.settings.redis_retry_s)
 
-    def recall(self, bank_id: str, q: RecallQuery) -> RecallResult:
-        """Answer ``q`` against ``bank_id`` through the tiers its plan allows. Raises
-        :class:`BankNotFound`. The result's ``tiers`` lists the tiers tried, the answering
+    def recall(self, bank_id: str, q: RecallQuery,
+               principal: Principal | None = None) -> RecallResult:
+        """Answer ``q`` against ``bank_id`` through the tiers its plan allows, for
+        ``principal`` (``None``: unrestricted — auth off or an internal call). Raises
+        :class:`BankNotFound`.
+
+        Whichever tier answers, tunnels are then followed from its top results (unless
+        ``q.follow_tunnels`` is false; :meth:`_follow_tunnels`): the tunnelled units are
+        read from PostgreSQL for this caller on every request, never cached in tier 1. The result's ``tiers`` lists the tiers tried, the answering
         one last; ``tier_reason`` says why; ``timings_ms`` (with ``trace``, ms) holds
         ``tier_hot`` and ``tier_warm`` (the lookups), ``tier_hot_verify`` /
         ``tier_warm_verify`` (hydrating the hits through the caller scope in PostgreSQL, when
         they were enough to answer), ``tier_cold`` (the whole pipeline) and ``total``."""
         t0 = time.perf_counter()
         p = plan(q)
+        principal = principal or Principal.unrestricted()
         scope = CallerScope.for_query(bank_id, q)
+        # perms helper: CallerScope.for_query(bank_id, q, principal) sets these
+        scope = replace(scope, member_id=principal.member_id,
+                        all_audiences=principal.all_audiences,
+                        purpose=scope.purpose or getattr(q, "purpose", None))
         timings: dict[str, float] = {}
         degraded: list[str] = []
         tried: list[str] = []
@@ -153,7 +166,9 @@ class Cascade:
             if len(answer) >= self.settings.min_hits or tier == last:
                 results, used = cut_to_budget(answer, p.max_tokens, p.limit, self.ctx.tokens)
                 promote = [r["id"] for r in results] if tier == "warm" else []
-                self._after(bank_id, results, pq, promote)
+                self._after(bank_id, results, pq, promote)  # the bank's own units only
+                results, used = self._follow_tunnels(scope, principal, q, p, results, used,
+                                                     post_counts, degraded, timings)
                 return self._result(results, p, tried, degraded, timings, t0, q, used=used,
                                     hits={tier: len(hits)}, extra=post_counts)
         counts_extra = {"hot_incomplete_reask": 1} if incomplete else {}
@@ -168,14 +183,65 @@ class Cascade:
         top = [r["id"] for r in res.results[: self.settings.promote_top]]
         if p.cache:  # cues and promotions only from answers any re-ask may reuse
             self._after(bank_id, res.results, pq, top, query=q.query)
+        results = [_compact(r) for r in res.results] if p.compact else res.results
+        results, used = self._follow_tunnels(scope, principal, q, p, results, res.tokens_used,
+                                             counts_extra, degraded, timings)
         if res.timings_ms is not None:
             timings = {**res.timings_ms, **timings}
         timings["total"] = _ms(t0)
-        results = [_compact(r) for r in res.results] if p.compact else res.results
         return replace(res, results=results, tiers=tried, tier_reason=p.reason,
-                       counts={**res.counts, **counts_extra},
+                       tokens_used=used, counts={**res.counts, **counts_extra},
                        degraded=degraded + res.degraded,
                        timings_ms=timings if q.trace else None)
+
+    # -- tunnels -----------------------------------------------------------------------------
+    def _follow_tunnels(self, scope: CallerScope, principal: Principal, q: RecallQuery, p: Plan,
+                        results: list[dict], used: int, counts: dict, degraded: list[str],
+                        timings: dict) -> tuple[list[dict], int]:
+        """Insert, just below each of the top :data:`~rcll.search.tunnels.TOP_SOURCES`
+        results, the units its tunnels reach that this caller may see
+        (:func:`rcll.search.tunnels.follow`), then cut again to the plan's ``limit`` and
+        token budget (a tunnelled unit may push the lowest-ranked own units out). Each
+        carries ``bank_id`` and ``tunnel`` ``{id, relationship, from_unit_id, bank_id}``;
+        ``counts.tunnels_followed`` is how many were kept, ``timings_ms.tunnels`` the step.
+        A failure is named in ``degraded`` (``tunnels: <error>``) and changes nothing.
+        Returns ``(results, tokens_used)``."""
+        if not q.follow_tunnels or not results:
+            return results, used
+        t = time.perf_counter()
+        try:
+            with self.ctx.pool.connection() as conn, conn.transaction():
+                conn.execute("SET TRANSACTION READ ONLY")
+                hits = follow(conn, scope, principal,
+                              [r["id"] for r in results[:TOP_SOURCES]])
+                ents = _entities(conn, [h.unit_id for h in hits]) if not p.compact else {}
+        except Exception as exc:  # degrade, never refuse (spec §1.4)
+            log.warning("following tunnels failed: %s", exc)
+            degraded.append(f"tunnels: {type(exc).__name__}")
+            return results, used
+        finally:
+            timings["tunnels"] = _ms(t)
+        if not hits:
+            counts["tunnels_followed"] = 0
+            return results, used
+        under: dict[str, list[TunnelHit]] = {}
+        for h in hits:
+            under.setdefault(h.from_unit_id, []).append(h)
+        merged: list[dict] = []
+        for r in results:
+            merged.append(r)
+            for h in under.get(r["id"], []):
+                score = float(r.get("scores", {}).get("final") or 0.0) * SCORE_FACTOR
+                row = {**h.row, "entities": ents.get(h.unit_id, [])}
+                rendered = _render(row, h.unit_id, score, {}, {"tunnel": SCORE_FACTOR}, [], None)
+                if p.compact:
+                    rendered = _compact(rendered)
+                rendered["bank_id"] = h.bank_id
+                rendered["tunnel"] = h.tunnel_json()
+                merged.append(rendered)
+        kept, used = cut_to_budget(merged, p.max_tokens, p.limit, self.ctx.tokens)
+        counts["tunnels_followed"] = sum(1 for r in kept if "tunnel" in r)
+        return kept, used
 
     # -- tiers -------------------------------------------------------------------------------
     def _lookup(self, tier: str, scope: CallerScope, pq, p: Plan, degraded: list[str]):

@@ -307,5 +307,14 @@ def eval_longmemeval(data_file: str, out: str | None, recipe: str | None,
     _write(run_longmemeval(_client(), data_file, recipe=recipe, tiers=tiers, reuse=reuse), out)
 
 
+def _register_groups() -> None:
+    from rcll.cli.tunnels import bridge, tunnels
+
+    cli.add_command(tunnels)
+    cli.add_command(bridge)
+
+
+_register_groups()
+
 if __name__ == "__main__":
     cli()

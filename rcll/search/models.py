@@ -35,6 +35,10 @@ class RecallQuery(TextModel):
     rendering (:func:`rcll.cascade.policy.plan`). ``tiers``: the cascade tiers allowed, a
     non-empty subset of ``hot``, ``warm``, ``cold`` (default all; ``["cold"]`` is the full
     pipeline alone).
+    ``purpose``: what the recall is for (spec §7); only units holding it are returned (the
+    "perms" helper owns its default and validation). ``follow_tunnels``: after the bank's
+    own ranking, bring in the units tunnels join its top results to, in banks the caller
+    may read (default true; :mod:`rcll.search.tunnels`).
     """
 
     model_config = ConfigDict(extra="forbid", strict=True)
@@ -53,6 +57,8 @@ class RecallQuery(TextModel):
     trace: bool = False
     context_tokens_left: int | None = Field(None, ge=0, le=MAX_TOKENS_CAP * 100)
     tiers: list[str] | None = Field(None, min_length=1, max_length=3)
+    purpose: str | None = Field(None, min_length=1, max_length=64)
+    follow_tunnels: bool = True
 
     @field_validator("tiers")
     @classmethod
