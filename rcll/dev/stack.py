@@ -5,6 +5,7 @@ Idempotent (a running part is left alone); PID and log files live in ``<state_di
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -24,9 +25,10 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 def child_env(settings: Settings) -> dict:
     """The environment for child processes: every setting as ``RCLL_*``, paths absolute."""
     env = dict(os.environ)
-    for name, value in settings.model_dump().items():
-        if value is not None:
-            env[f"RCLL_{name.upper()}"] = str(value)
+    for name, value in settings.model_dump(mode="json").items():
+        if value is not None:  # lists and dicts as JSON (what pydantic-settings parses)
+            env[f"RCLL_{name.upper()}"] = (json.dumps(value) if isinstance(value, (list, dict))
+                                           else str(value))
     env["RCLL_STATE_DIR"] = str(settings.state_dir.resolve())
     env.setdefault("HF_HUB_OFFLINE", "1")
     env.setdefault("TOKENIZERS_PARALLELISM", "false")
