@@ -106,11 +106,13 @@ class Cascade:
         :class:`BankNotFound`.
 
         Whichever tier answers, tunnels are then followed from its top results (unless
-        ``q.follow_tunnels`` is false; :meth:`_follow_tunnels`): the tunnelled units are
-        read from PostgreSQL for this caller on every request, never cached in tier 1. The result's ``tiers`` lists the tiers tried, the answering
-        one last; ``tier_reason`` says why; ``timings_ms`` (with ``trace``, ms) holds
-        ``tier_hot`` and ``tier_warm`` (the lookups), ``tier_hot_verify`` /
-        ``tier_warm_verify`` (hydrating the hits through the caller scope in PostgreSQL, when
+        ``q.follow_tunnels`` is false; :meth:`_merge_tunnels`): the tunnelled units are
+        read from PostgreSQL for this caller on every request, in the answering tier's
+        transaction, never cached in tier 1.
+
+        The result's ``tiers`` lists the tiers tried, the answering one last;
+        ``tier_reason`` says why; ``timings_ms`` (with ``trace``, ms) holds ``tier_hot`` and
+        ``tier_warm`` (the lookups), ``tier_hot_verify`` / ``tier_warm_verify`` (hydrating the hits through the caller scope in PostgreSQL, when
         they were enough to answer), ``tier_cold`` (the whole pipeline) and ``total``."""
         t0 = time.perf_counter()
         p = plan(q)
@@ -154,8 +156,10 @@ class Cascade:
                     incomplete = True
                 continue  # not enough to answer: no need to ask PostgreSQL about them
             t = time.perf_counter()
+            found = _TunnelLookup(scope, principal, p.compact) if q.follow_tunnels else None
             answer, stale, post_counts = self._answer(bank_id, scope, pq,
-                                                      hits if tier != last else None, pooled, p)
+                                                      hits if tier != last else None, pooled, p,
+                                                      found)
             timings[f"tier_{tier}_verify"] = _ms(t)
             if stale and tier == "hot":
                 # a cached unit PostgreSQL no longer serves (an invalidation Redis missed):
@@ -167,8 +171,8 @@ class Cascade:
                 results, used = cut_to_budget(answer, p.max_tokens, p.limit, self.ctx.tokens)
                 promote = [r["id"] for r in results] if tier == "warm" else []
                 self._after(bank_id, results, pq, promote)  # the bank's own units only
-                results, used = self._follow_tunnels(scope, principal, q, p, results, used,
-                                                     post_counts, degraded, timings)
+                results, used = self._merge_tunnels(found, p, results, used, post_counts,
+                                                    degraded, timings)
                 return self._result(results, p, tried, degraded, timings, t0, q, used=used,
                                     hits={tier: len(hits)}, extra=post_counts)
         counts_extra = {"hot_incomplete_reask": 1} if incomplete else {}
@@ -177,15 +181,16 @@ class Cascade:
 
         t = time.perf_counter()
         cold_q = q.model_copy(update={"limit": p.limit, "max_tokens": p.max_tokens})
-        res = recall(self.ctx, bank_id, cold_q, embedded=pq)
+        found = _TunnelLookup(scope, principal, p.compact) if q.follow_tunnels else None
+        res = recall(self.ctx, bank_id, cold_q, embedded=pq, in_transaction=found)
         timings["tier_cold"] = _ms(t)
         tried.append("cold")
         top = [r["id"] for r in res.results[: self.settings.promote_top]]
         if p.cache:  # cues and promotions only from answers any re-ask may reuse
             self._after(bank_id, res.results, pq, top, query=q.query)
         results = [_compact(r) for r in res.results] if p.compact else res.results
-        results, used = self._follow_tunnels(scope, principal, q, p, results, res.tokens_used,
-                                             counts_extra, degraded, timings)
+        results, used = self._merge_tunnels(found, p, results, res.tokens_used, counts_extra,
+                                            degraded, timings)
         if res.timings_ms is not None:
             timings = {**res.timings_ms, **timings}
         timings["total"] = _ms(t0)
@@ -195,53 +200,46 @@ class Cascade:
                        timings_ms=timings if q.trace else None)
 
     # -- tunnels -----------------------------------------------------------------------------
-    def _follow_tunnels(self, scope: CallerScope, principal: Principal, q: RecallQuery, p: Plan,
-                        results: list[dict], used: int, counts: dict, degraded: list[str],
-                        timings: dict) -> tuple[list[dict], int]:
+    def _merge_tunnels(self, found: _TunnelLookup | None, p: Plan, results: list[dict],
+                       used: int, counts: dict, degraded: list[str],
+                       timings: dict) -> tuple[list[dict], int]:
         """Insert, just below each of the top :data:`~rcll.search.tunnels.TOP_SOURCES`
-        results, the units its tunnels reach that this caller may see
-        (:func:`rcll.search.tunnels.follow`), then cut again to the plan's ``limit`` and
-        token budget (a tunnelled unit may push the lowest-ranked own units out). Each
-        carries ``bank_id`` and ``tunnel`` ``{id, relationship, from_unit_id, bank_id}``;
-        ``counts.tunnels_followed`` is how many were kept, ``timings_ms.tunnels`` the step.
-        A failure is named in ``degraded`` (``tunnels: <error>``) and changes nothing.
-        Returns ``(results, tokens_used)``."""
-        if not q.follow_tunnels or not results:
+        results, the units its tunnels reach that this caller may see (``found``, read in
+        the answering tier's transaction), each unit once, then cut again to the plan's
+        ``limit`` and token budget (a tunnelled unit may push the lowest-ranked own units
+        out). Each carries ``bank_id`` and ``tunnel`` ``{id, relationship, from_unit_id,
+        bank_id}``; ``counts.tunnels_followed`` is how many were kept, ``timings_ms.tunnels``
+        the lookup. A failed lookup is named in ``degraded`` (``tunnels: <error>``) and
+        changes nothing. Returns ``(results, tokens_used)``."""
+        if found is None or not found.ran:
             return results, used
-        t = time.perf_counter()
-        try:
-            with self.ctx.pool.connection() as conn, conn.transaction():
-                conn.execute("SET TRANSACTION READ ONLY")
-                hits = follow(conn, scope, principal,
-                              [r["id"] for r in results[:TOP_SOURCES]])
-                ents = _entities(conn, [h.unit_id for h in hits]) if not p.compact else {}
-        except Exception as exc:  # degrade, never refuse (spec §1.4)
-            log.warning("following tunnels failed: %s", exc)
-            degraded.append(f"tunnels: {type(exc).__name__}")
-            return results, used
-        finally:
-            timings["tunnels"] = _ms(t)
-        if not hits:
-            counts["tunnels_followed"] = 0
+        timings["tunnels"] = found.ms
+        if found.error:
+            degraded.append(f"tunnels: {found.error}")
             return results, used
         under: dict[str, list[TunnelHit]] = {}
-        for h in hits:
+        for h in found.hits:
             under.setdefault(h.from_unit_id, []).append(h)
         merged: list[dict] = []
-        for r in results:
+        seen: set[str] = set()
+        for i, r in enumerate(results):
             merged.append(r)
-            for h in under.get(r["id"], []):
+            for h in under.get(r["id"], []) if i < TOP_SOURCES else []:
+                if h.unit_id in seen:
+                    continue
+                seen.add(h.unit_id)
                 score = float(r.get("scores", {}).get("final") or 0.0) * SCORE_FACTOR
-                row = {**h.row, "entities": ents.get(h.unit_id, [])}
+                row = {**h.row, "entities": found.entities.get(h.unit_id, [])}
                 rendered = _render(row, h.unit_id, score, {}, {"tunnel": SCORE_FACTOR}, [], None)
                 if p.compact:
                     rendered = _compact(rendered)
                 rendered["bank_id"] = h.bank_id
                 rendered["tunnel"] = h.tunnel_json()
                 merged.append(rendered)
-        kept, used = cut_to_budget(merged, p.max_tokens, p.limit, self.ctx.tokens)
-        counts["tunnels_followed"] = sum(1 for r in kept if "tunnel" in r)
-        return kept, used
+        if seen:
+            results, used = cut_to_budget(merged, p.max_tokens, p.limit, self.ctx.tokens)
+        counts["tunnels_followed"] = sum(1 for r in results if "tunnel" in r)
+        return results, used
 
     # -- tiers -------------------------------------------------------------------------------
     def _lookup(self, tier: str, scope: CallerScope, pq, p: Plan, degraded: list[str]):
@@ -277,7 +275,8 @@ class Cascade:
             return None
 
     def _answer(self, bank_id: str, scope: CallerScope, pq, hits, pooled: dict,
-                p: Plan) -> tuple[list[dict], list[str], dict]:
+                p: Plan, tunnels: _TunnelLookup | None = None
+                ) -> tuple[list[dict], list[str], dict]:
         """Hydrate ``hits`` (or, for the last tier, every hit pooled so far) through the
         caller scope, best similarity first, then run the post-processing every recipe runs
         (spec §5: Memory Worth filter, the bank's L0 units first, duplicates collapsed) and
@@ -310,6 +309,8 @@ class Cascade:
             state.ranked = [(uid, float(v[0])) for uid, v in hit_of.items()]
             run_steps(state, steps=POST)
             rows = state.hydrate([uid for uid, _ in state.ranked])
+            if tunnels is not None:  # in this transaction: no connection of its own
+                tunnels(conn, [uid for uid, _ in state.ranked if uid in rows])
         out = []
         for uid, score in state.ranked:
             if uid not in rows:
@@ -365,6 +366,34 @@ class Cascade:
                             reranked=False, tokens_used=used, counts=counts, degraded=degraded,
                             timings_ms=timings if q.trace else None, recipe=None,
                             tiers=tried, tier_reason=p.reason)
+
+
+class _TunnelLookup:
+    """Reads, inside the answering tier's read-only transaction (a savepoint, so a failure
+    sinks nothing), the units tunnels join the first ``2 × TOP_SOURCES`` ranked ids to
+    (:func:`rcll.search.tunnels.follow`; the budget cut may skip a few, so the final top
+    :data:`~rcll.search.tunnels.TOP_SOURCES` are among them) and their entities. Never
+    raises: an error is kept in ``error``."""
+
+    def __init__(self, scope: CallerScope, principal: Principal, compact: bool):
+        self.scope, self.principal, self.compact = scope, principal, compact
+        self.ran, self.ms, self.error = False, 0.0, None
+        self.hits: list[TunnelHit] = []
+        self.entities: dict[str, list[dict]] = {}
+
+    def __call__(self, conn, ranked_ids: list[str]) -> None:
+        t = time.perf_counter()
+        self.ran = True
+        try:
+            with conn.transaction():
+                self.hits = follow(conn, self.scope, self.principal,
+                                   ranked_ids[: 2 * TOP_SOURCES])
+                if self.hits and not self.compact:
+                    self.entities = _entities(conn, [h.unit_id for h in self.hits])
+        except Exception as exc:  # degrade, never refuse (spec §1.4)
+            log.warning("following tunnels failed: %s", exc)
+            self.hits, self.error = [], type(exc).__name__
+        self.ms = _ms(t)
 
 
 def _compact(r: dict) -> dict:
