@@ -112,8 +112,9 @@ class Cascade:
 
         The result's ``tiers`` lists the tiers tried, the answering one last;
         ``tier_reason`` says why; ``timings_ms`` (with ``trace``, ms) holds ``tier_hot`` and
-        ``tier_warm`` (the lookups), ``tier_hot_verify`` / ``tier_warm_verify`` (hydrating the hits through the caller scope in PostgreSQL, when
-        they were enough to answer), ``tier_cold`` (the whole pipeline) and ``total``."""
+        ``tier_warm`` (the lookups), ``tier_hot_verify`` / ``tier_warm_verify`` (hydrating
+        the hits through the caller scope in PostgreSQL, when they were enough to answer),
+        ``tier_cold`` (the whole pipeline), ``tunnels`` and ``total``."""
         t0 = time.perf_counter()
         p = plan(q)
         principal = principal or Principal.unrestricted()
