@@ -43,6 +43,7 @@ from rcll.search.tunnels import SCORE_FACTOR, TOP_SOURCES, TunnelHit, follow
 log = logging.getLogger(__name__)
 
 COMPACT_FIELDS = ("id", "text", "kind", "layer", "tokens")
+LOOKAHEAD_SLACK = 5  # ranked units beyond the top sources whose tunnels are read too
 
 
 @dataclass(frozen=True)
@@ -157,7 +158,7 @@ class Cascade:
                     incomplete = True
                 continue  # not enough to answer: no need to ask PostgreSQL about them
             t = time.perf_counter()
-            found = _TunnelLookup(scope, principal, p.compact) if q.follow_tunnels else None
+            found = _TunnelLookup(scope, principal, p) if q.follow_tunnels else None
             answer, stale, post_counts = self._answer(bank_id, scope, pq,
                                                       hits if tier != last else None, pooled, p,
                                                       found)
@@ -182,7 +183,7 @@ class Cascade:
 
         t = time.perf_counter()
         cold_q = q.model_copy(update={"limit": p.limit, "max_tokens": p.max_tokens})
-        found = _TunnelLookup(scope, principal, p.compact) if q.follow_tunnels else None
+        found = _TunnelLookup(scope, principal, p) if q.follow_tunnels else None
         res = recall(self.ctx, bank_id, cold_q, embedded=pq, in_transaction=found)
         timings["tier_cold"] = _ms(t)
         tried.append("cold")
@@ -371,13 +372,14 @@ class Cascade:
 
 class _TunnelLookup:
     """Reads, inside the answering tier's read-only transaction (a savepoint, so a failure
-    sinks nothing), the units tunnels join the first ``2 × TOP_SOURCES`` ranked ids to
-    (:func:`rcll.search.tunnels.follow`; the budget cut may skip a few, so the final top
-    :data:`~rcll.search.tunnels.TOP_SOURCES` are among them) and their entities. Never
-    raises: an error is kept in ``error``."""
+    sinks nothing), the units tunnels join the first ``min(limit, TOP_SOURCES) +
+    LOOKAHEAD_SLACK`` ranked ids to (:func:`rcll.search.tunnels.follow`; the budget cut
+    may skip a unit too long to fit, so the final top sources are among them) and their
+    entities. Never raises: an error is kept in ``error``."""
 
-    def __init__(self, scope: CallerScope, principal: Principal, compact: bool):
-        self.scope, self.principal, self.compact = scope, principal, compact
+    def __init__(self, scope: CallerScope, principal: Principal, p: Plan):
+        self.scope, self.principal, self.compact = scope, principal, p.compact
+        self.sources = min(p.limit, TOP_SOURCES) + LOOKAHEAD_SLACK
         self.ran, self.ms, self.error = False, 0.0, None
         self.hits: list[TunnelHit] = []
         self.entities: dict[str, list[dict]] = {}
@@ -388,7 +390,7 @@ class _TunnelLookup:
         try:
             with conn.transaction():
                 self.hits = follow(conn, self.scope, self.principal,
-                                   ranked_ids[: 2 * TOP_SOURCES])
+                                   ranked_ids[: self.sources])
                 if self.hits and not self.compact:
                     self.entities = _entities(conn, [h.unit_id for h in self.hits])
         except Exception as exc:  # degrade, never refuse (spec §1.4)
