@@ -8,12 +8,16 @@ from collections.abc import Callable
 
 from flask import Flask
 
-from api import errors
-from api.routes import banks, closets, dedup, feedback, health, memories, operations, recall, retain
+from api import auth, errors
+from api.routes import access, banks, closets, dedup, feedback, health, memories, operations, recall, retain
 from api.routes import entities as entity_routes
 from api.routes import tunnels as tunnel_routes
+from api.routes import units as unit_routes
+from rcll.access import deployment
 from rcll.bootstrap import Services, bootstrap
 from rcll.config import Settings
+
+log = logging.getLogger(__name__)
 
 
 def celery_enqueuer(settings: Settings) -> Callable[[str, str], None]:
@@ -31,21 +35,27 @@ def celery_enqueuer(settings: Settings) -> Callable[[str, str], None]:
 
 def create_app(settings: Settings | None = None, services: Services | None = None,
                enqueue: Callable[[str, str], None] | None = None) -> Flask:
-    """Build the API. ``services`` and ``enqueue`` default to the configured real ones."""
+    """Build the API. ``services`` and ``enqueue`` default to the configured real ones.
+    Raises :class:`rcll.access.deployment.DeploymentError` for a configuration that must not
+    serve (auth off beyond loopback, read-only without its SELECT-only role, …)."""
     svc = services or bootstrap(settings)
-    app = Flask("rcll")
+    logging.basicConfig(level=logging.INFO)
+    for warning in deployment.check(svc.settings):
+        log.warning("%s", warning)
+    app = Flask("rcll", static_folder=None)  # an API: no static route
     app.config["MAX_CONTENT_LENGTH"] = svc.settings.max_request_bytes
     app.json.sort_keys = False
     app.extensions["rcll"] = svc
     app.extensions["rcll_enqueue"] = enqueue or celery_enqueuer(svc.settings)
     app.extensions["rcll_retain"] = svc.retain_service(app.extensions["rcll_enqueue"])
+    auth.register(app)  # first: nothing runs for a caller it refuses
     errors.register(app)
     for bp in (retain.bp, recall.bp, operations.bp, banks.bp, health.bp, memories.bp, dedup.bp,
-               closets.bp, feedback.bp):
+               closets.bp, feedback.bp, access.bp):
         app.register_blueprint(bp)
     app.register_blueprint(entity_routes.bp)
+    app.register_blueprint(unit_routes.bp)
     app.register_blueprint(tunnel_routes.bp)
-    logging.basicConfig(level=logging.INFO)
     # Load the embedder, then the reranker (checking its scoring head), in the background so
     # the first recall does not pay for them and /readyz reports the reranker from start-up.
     threading.Thread(target=lambda: (svc.embedder.get(), svc.reranker.load()),

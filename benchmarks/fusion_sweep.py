@@ -20,6 +20,7 @@ from rcll.search.dense import dense_candidates
 from rcll.search.fusion import rrf
 from rcll.search.lexical import lexical_candidates
 from rcll.search.models import RecallQuery
+from rcll.search.scope import CallerScope
 
 WEIGHTS = (1.0, 0.75, 0.5, 0.4, 0.3, 0.2, 0.1)
 
@@ -42,9 +43,9 @@ def main() -> None:
     with svc.pool.connection() as conn:
         for q, vec in zip(ds.questions, qvecs, strict=True):
             rq = RecallQuery(query=q.query)
-            dense = dense_candidates(conn, rq, q.bank_id, vec, model=emb.model_name, limit=300,
+            dense = dense_candidates(conn, CallerScope(q.bank_id), vec, model=emb.model_name, limit=300,
                                      floor=args.floor)
-            lex, _ = lexical_candidates(conn, rq, q.bank_id, limit=300, df_cutoff=0.15)
+            lex, _ = lexical_candidates(conn, CallerScope(q.bank_id), rq.query, limit=300, df_cutoff=0.15)
             cache.append((q, dense, lex))
             meta.update((c.unit_id, None) for c in dense + lex)
         rows = conn.execute("SELECT id, metadata FROM memory_units WHERE id = ANY(%s::uuid[])",

@@ -41,7 +41,6 @@ from rcll.dev import redis as dev_redis
 from rcll.eval.datasets import load_locomo
 from rcll.models.embedder import input_stamp
 from rcll.search.dense import dense_candidates
-from rcll.search.models import RecallQuery
 from rcll.search.scope import CallerScope
 from rcll.store import migrate
 
@@ -125,7 +124,7 @@ def main() -> None:
         def pg_q(v, conn, bank=bank):
             with conn.transaction():
                 conn.execute("SET TRANSACTION READ ONLY")
-                return dense_candidates(conn, RecallQuery(query="x"), bank, v, model=model,
+                return dense_candidates(conn, CallerScope(bank), v, model=model,
                                         limit=LIMIT, floor=THRESHOLD)
 
         for v in Q:  # warm-up: caches, prepared statements, buffers

@@ -39,9 +39,9 @@ from psycopg.rows import dict_row
 from rcll.config import get_settings
 from rcll.dev import postgres
 from rcll.eval.datasets import load_locomo, load_longmemeval
-from rcll.search.filters import unit_filter
 from rcll.search.lexical import K1, B, _tsquery, lexical_candidates, query_terms
 from rcll.search.models import RecallQuery
+from rcll.search.scope import CallerScope
 from rcll.store import migrate
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -54,7 +54,7 @@ def old_lexical(conn, q: RecallQuery, bank_id: str, *, limit: int, df_cutoff: fl
     terms = query_terms(conn, q.query)
     if not terms:
         return []
-    where, params = unit_filter(q, bank_id)
+    where, params = CallerScope.for_query(bank_id, q, None).where("u")
     stats = conn.execute(
         f"""SELECT count(*) AS n, coalesce(avg(rcll_tsv_token_count(u.tsv)), 0) AS avgdl
             FROM memory_units u WHERE {where}""", params).fetchone()
@@ -96,7 +96,8 @@ def old_lexical(conn, q: RecallQuery, bank_id: str, *, limit: int, df_cutoff: fl
 
 
 def new_lexical(conn, q, bank_id, *, limit, df_cutoff):
-    cands, _ = lexical_candidates(conn, q, bank_id, limit=limit, df_cutoff=df_cutoff)
+    cands, _ = lexical_candidates(conn, CallerScope.for_query(bank_id, q, None), q.query,
+                                  limit=limit, df_cutoff=df_cutoff)
     return [(c.unit_id, c.score) for c in cands]
 
 

@@ -52,9 +52,9 @@ from rcll.dev import postgres  # noqa: E402
 from rcll.models.embedder import input_stamp  # noqa: E402
 from rcll.models.tokenizer import TokenCounter  # noqa: E402
 from rcll.search import dense as dense_mod  # noqa: E402
-from rcll.search.filters import unit_filter  # noqa: E402
 from rcll.search.models import RecallQuery  # noqa: E402
 from rcll.search.recall import RecallContext, recall  # noqa: E402
+from rcll.search.scope import CallerScope  # noqa: E402
 from rcll.store import embeddings, migrate, vector_index  # noqa: E402
 
 MODEL = "all-MiniLM-L6-v2"
@@ -267,7 +267,7 @@ def dense_calls(url: str, bank: str, qvecs, mode: str, limit: int = 300) -> list
             for v in qvecs:
                 with conn.transaction():
                     t = time.perf_counter()
-                    dense_mod.dense_candidates(conn, RecallQuery(query="x"), bank, v, model=MODEL,
+                    dense_mod.dense_candidates(conn, CallerScope(bank), v, model=MODEL,
                                               limit=limit, floor=0.3)
                     out.append((time.perf_counter() - t) * 1000)
     finally:
@@ -278,7 +278,7 @@ def dense_calls(url: str, bank: str, qvecs, mode: str, limit: int = 300) -> list
 def exact_top(conn, bank: str, qvec, k: int = 10) -> tuple[list[str], float]:
     """Brute-force top-``k`` over the bank (distance + 0: no index can serve the order)."""
     q = RecallQuery(query="x")
-    where, params = unit_filter(q, bank)
+    where, params = CallerScope.for_query(bank, q, None).where("u")
     t = time.perf_counter()
     rows = conn.execute(
         f"""SELECT e.unit_id AS id FROM memory_embeddings e JOIN memory_units u ON u.id = e.unit_id
@@ -293,7 +293,7 @@ def recall_at_10(pool, bank: str, qvecs) -> dict:
     with pool.connection() as conn:
         for v in qvecs:
             with conn.transaction():
-                approx = dense_mod.dense_candidates(conn, RecallQuery(query="x"), bank, v,
+                approx = dense_mod.dense_candidates(conn, CallerScope(bank), v,
                                                     model=MODEL, limit=300, floor=-1.0)[:10]
             ex, ms = exact_top(conn, bank, v)
             exact_ms.append(ms)

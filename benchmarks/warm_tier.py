@@ -221,7 +221,7 @@ def big_bank(pool, url: str, qvecs: np.ndarray, units: int = 60_000, runs: int =
                     pq.entities = [{"id": eid, "name": "Heavy", "matched": "heavy"}]
                 t = time.perf_counter()
                 if named is None:
-                    dense_candidates(conn, scope, "big", qv, model=MODEL, limit=10, floor=-1.0)
+                    dense_candidates(conn, scope, qv, model=MODEL, limit=10, floor=-1.0)
                 else:
                     warm_lookup(conn, scope, pq, threshold=-1.0, limit=10)
                 ts.append((time.perf_counter() - t) * 1000)
@@ -286,7 +286,7 @@ def main() -> None:
             with pool.connection() as conn, conn.transaction():
                 conn.execute("SET TRANSACTION READ ONLY")
                 t = time.perf_counter()
-                exact = [c.unit_id for c in dense_candidates(conn, scope, BANK, qv, model=MODEL,
+                exact = [c.unit_id for c in dense_candidates(conn, scope, qv, model=MODEL,
                                                              limit=10, floor=-1.0)]
                 ms["exact_dense"].append((time.perf_counter() - t) * 1000)
                 if rnd == 0:

@@ -36,19 +36,29 @@ class Services:
 
     @cached_property
     def pool(self) -> ConnectionPool:
-        pool = make_pool(self.settings.db_url, max_size=8, name="rcll-rw",
+        """The read-write pool; in a read-only deployment (``RCLL_READ_ONLY``) the SELECT-only
+        role's, so nothing in the process can write."""
+        url = self.settings.db_url_readonly if self.settings.read_only else self.settings.db_url
+        pool = make_pool(url, max_size=8, name="rcll-rw",
                          timeout=self.settings.db_pool_timeout_s)
         pool.open(wait=False)
         return pool
 
     @cached_property
     def read_pool(self) -> ConnectionPool:
-        if self.settings.db_url_readonly == self.settings.db_url:
+        if self.settings.read_only or self.settings.db_url_readonly == self.settings.db_url:
             return self.pool
         pool = make_pool(self.settings.db_url_readonly, max_size=8, name="rcll-ro",
                          timeout=self.settings.db_pool_timeout_s)
         pool.open(wait=False)
         return pool
+
+    @cached_property
+    def access(self):
+        """Members, keys, grants and authentication (:class:`rcll.access.service.AccessService`)."""
+        from rcll.access.service import AccessService
+
+        return AccessService(self.pool, self.read_pool, self.settings)
 
     @cached_property
     def embedder(self) -> EmbedderHandle:
@@ -139,7 +149,8 @@ class Services:
     def retain_service(self, enqueue: Callable[[str, str], None]) -> RetainService:
         """The retain service over this process's pool, sending stages with ``enqueue``."""
         return RetainService(self.pool, self.retain_context, enqueue,
-                             RetainLimits.from_settings(self.settings))
+                             RetainLimits.from_settings(self.settings),
+                             purposes=tuple(self.settings.purposes))
 
     @cached_property
     def query_cache(self) -> QueryVectorCache:
@@ -160,6 +171,14 @@ class Services:
         return TunnelService(self.pool, self.read_pool, recall=self.cascade.recall,
                              recipe=self.settings.recall_recipe)
 
+    @cached_property
+    def lifecycle(self):
+        """The lifecycle verbs (:class:`rcll.lifecycle.service.Lifecycle`: read, remember,
+        derive, correct, supersede, forget) over this process's pools."""
+        from rcll.lifecycle.service import Lifecycle
+
+        return Lifecycle(self)
+
     def recall_context(self) -> RecallContext:
         s = self.settings
         return RecallContext(pool=self.read_pool, embedder=self.embedder, tokens=self.tokens,
@@ -168,7 +187,8 @@ class Services:
                              lexical_df_cutoff=s.lexical_df_cutoff,
                              default_recipe=s.recall_recipe, rerank_top_n=s.rerank_top_n,
                              rerank_batch_size=s.rerank_batch_size, reranker=self.reranker,
-                             query_cache=self.query_cache)
+                             query_cache=self.query_cache,
+                             purposes=tuple(s.purposes), default_purpose=s.default_purpose)
 
     def close(self) -> None:
         for name in ("pool", "read_pool"):

@@ -119,6 +119,44 @@ class RCLLClient:
         )
         return response.json()
 
+    # -- lifecycle verbs (README "Lifecycle verbs") ------------------------------------
+    def _unit(self, bank_id: str, unit_id: str | None = None) -> str:
+        base = f"{self._bank(bank_id)}/units"
+        return base if unit_id is None else f"{base}/{_seg(unit_id)}"
+
+    def read_unit(self, bank_id: str, unit_id: str, purpose: str | None = None) -> dict:
+        """GET ``…/units/{unit_id}`` → the unit with ``revision``, ``audience``,
+        ``purposes``, ``links``, ``entities``, ``sources`` (404 ``unit_not_found``)."""
+        params = {"purpose": purpose} if purpose else None
+        return self._request("GET", self._unit(bank_id, unit_id), params=params).json()
+
+    def remember(self, bank_id: str, unit: dict) -> dict:
+        """POST ``…/units`` with ``{text, kind, context, room, hall, layer, audience,
+        purposes, occurred_start, occurred_end, mentioned_at, metadata, tags, confidence}``
+        (``text`` required) → 201 the stored unit."""
+        return self._request("POST", self._unit(bank_id), json=unit).json()
+
+    def derive(self, bank_id: str, source_ids: list[str], unit: dict) -> dict:
+        """POST ``…/units/derive`` → 201 the derived unit (409 ``empty_intersection``)."""
+        return self._request("POST", f"{self._unit(bank_id)}/derive",
+                             json={**unit, "source_ids": list(source_ids)}).json()
+
+    def correct(self, bank_id: str, unit_id: str, revision: int, changes: dict) -> dict:
+        """PATCH ``…/units/{unit_id}`` with ``{revision, …changes}`` → the unit at
+        ``revision + 1`` (409 ``revision_conflict``, details ``current_revision``)."""
+        return self._request("PATCH", self._unit(bank_id, unit_id),
+                             json={**changes, "revision": revision}).json()
+
+    def supersede(self, bank_id: str, unit_id: str, revision: int, unit: dict) -> dict:
+        """POST ``…/units/{unit_id}/supersede`` → 201 ``{superseded, unit}``."""
+        return self._request("POST", f"{self._unit(bank_id, unit_id)}/supersede",
+                             json={**unit, "revision": revision}).json()
+
+    def forget(self, bank_id: str, unit_id: str, reason: str | None = None) -> dict:
+        """DELETE ``…/units/{unit_id}`` → ``{unit_id, forgotten_at}`` (idempotent)."""
+        body = {"reason": reason} if reason is not None else None
+        return self._request("DELETE", self._unit(bank_id, unit_id), json=body).json()
+
     def operation(self, bank_id: str, operation_id: str) -> dict:
         """State of one retain operation (job).
 

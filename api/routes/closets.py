@@ -7,6 +7,7 @@ import logging
 
 from flask import Blueprint, jsonify, request
 
+from api.auth import requires
 from api.deps import enqueue, json_body, services
 from api.errors import APIError
 from api.paging import page_body, page_params
@@ -33,6 +34,7 @@ def _name(body: dict, field: str) -> str | None:
 
 
 @bp.post("/v1/default/banks/<bank_id>/closets")
+@requires("write")
 def make_closets(bank_id: str):
     """Body (optional): ``{"room", "hall"}``. 202 ``{"operation_id", "status", "operation"}``;
     400 ``llm_not_configured`` in chunk mode; 404 ``bank_not_found``; 503
@@ -65,6 +67,7 @@ def make_closets(bank_id: str):
 
 
 @bp.get("/v1/default/banks/<bank_id>/closets")
+@requires("read")
 def list_closets(bank_id: str):
     """One page of a bank's closets, newest first: ``?room=&hall=&limit=&offset=``."""
     check_bank_id(bank_id)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from flask import Blueprint, jsonify, request
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from api.auth import requires
 from api.deps import json_body, services
 from api.errors import APIError
 from api.paging import page_body, page_params
@@ -35,6 +36,7 @@ class DecideRequest(BaseModel):
 
 
 @bp.get(PREFIX)
+@requires("read")
 def list_proposals(bank_id: str):
     """One page of the bank's proposals, highest cosine first: ``?state=&limit=&offset=``."""
     check_bank_id(bank_id)
@@ -50,6 +52,7 @@ def list_proposals(bank_id: str):
 
 
 @bp.post(f"{PREFIX}/scan")
+@requires("write")
 def scan_now(bank_id: str):
     """Scan the bank now (synchronous, bounded to ``dedup_window`` units)."""
     check_bank_id(bank_id)
@@ -58,6 +61,7 @@ def scan_now(bank_id: str):
 
 
 @bp.post(f"{PREFIX}/<proposal_id>")
+@requires("admin")
 def decide(bank_id: str, proposal_id: str):
     """Decide one open proposal; 409 ``dedup_proposal_decided`` with its state if decided."""
     check_bank_id(bank_id)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint, jsonify, request
 
+from api.auth import requires
 from api.deps import json_body, services
 from api.errors import APIError
 from api.paging import page_body, page_params
@@ -17,6 +18,7 @@ MAX_IDS = 1000
 
 
 @bp.get(BASE)
+@requires("read")
 def list_entities(bank_id: str):
     """One page of the bank's entities, most mentioned first: ``?q=&limit=&offset=``."""
     check_bank_id(bank_id)
@@ -31,6 +33,7 @@ def list_entities(bank_id: str):
 
 
 @bp.get(BASE + "/<entity_id>")
+@requires("read")
 def entity(bank_id: str, entity_id: str):
     """An entity with its aliases, one page of mentions (``?limit=&offset=``, newest first),
     the entities co-mentioned with it and its history."""
@@ -48,6 +51,7 @@ def entity(bank_id: str, entity_id: str):
 
 
 @bp.get(BASE + "/merge-proposals")
+@requires("read")
 def merge_proposals(bank_id: str):
     """One page of entity-merge proposals, newest first: ``?state=open|merged|rejected``."""
     check_bank_id(bank_id)
@@ -63,6 +67,7 @@ def merge_proposals(bank_id: str):
 
 
 @bp.post(BASE + "/merge")
+@requires("admin")
 def merge(bank_id: str):
     """Merge explicitly: ``{"entity_ids": [keep, other, ...]}`` or ``{"proposal_id", "keep_id"?}``,
     optional ``"actor"``; ``{"proposal_id", "decision": "reject"}`` closes a proposal."""
@@ -93,6 +98,7 @@ def merge(bank_id: str):
 
 
 @bp.post(BASE + "/<entity_id>/split")
+@requires("admin")
 def split(bank_id: str, entity_id: str):
     """Split a new entity off: ``{"aliases": [...]}`` or ``{"unit_ids": [...]}``, optional
     ``"name"`` and ``"actor"``. Answers the new entity (201)."""

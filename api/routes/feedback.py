@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint, jsonify
 
+from api.auth import requires
 from api.deps import json_body, services
 from api.errors import APIError
 from api.schemas import check_bank_id
@@ -13,6 +14,7 @@ bp = Blueprint("feedback", __name__)
 
 
 @bp.post("/v1/default/banks/<bank_id>/memories/<unit_id>/feedback")
+@requires("write")
 def record_feedback(bank_id: str, unit_id: str):
     """Record one outcome ``{"outcome": "success"|"failure"}`` for the unit → 200
     ``{unit_id, success, failure, worth}`` (:func:`rcll.store.feedback.record`). 400

@@ -9,6 +9,7 @@ import logging
 
 from flask import Blueprint, jsonify
 
+from api.auth import requires
 from api.deps import services
 
 bp = Blueprint("health", __name__)
@@ -17,6 +18,7 @@ CHECK_TIMEOUT_S = 2
 
 
 @bp.get("/healthz")
+@requires("public")
 def healthz():
     return jsonify({"status": "ok"})
 
@@ -68,6 +70,7 @@ def _hot_tier_status(svc) -> dict:
 
 
 @bp.get("/readyz")
+@requires("public")
 def readyz():
     """``{"ready", "checks": {database, broker, embedder, tokenizer, llm, reranker, hot_tier},
     "mode"}``;

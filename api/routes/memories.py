@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint, jsonify
 
+from api.auth import requires
 from api.deps import services
 from api.schemas import check_bank_id
 from rcll.store import banks, memories
@@ -12,6 +13,7 @@ bp = Blueprint("memories", __name__)
 
 
 @bp.get("/v1/default/banks/<bank_id>/memories/<unit_id>")
+@requires("read")
 def memory(bank_id: str, unit_id: str):
     """The unit (:func:`rcll.store.memories.get`); 400 ``invalid_unit_id``, 404
     ``bank_not_found`` / ``unit_not_found``."""

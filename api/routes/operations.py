@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint, jsonify, request
 
+from api.auth import principal, requires
 from api.deps import services
 from api.errors import APIError
 from api.paging import page_body, page_params
@@ -15,6 +16,7 @@ STATES = ("queued", "running", "succeeded", "failed", "partial")
 
 
 @bp.get("/v1/default/banks/<bank_id>/operations/<operation_id>")
+@requires("read")
 def operation(bank_id: str, operation_id: str):
     check_bank_id(bank_id)
     with services().pool.connection() as conn:
@@ -26,6 +28,7 @@ def operation(bank_id: str, operation_id: str):
 
 
 @bp.get("/v1/default/banks/<bank_id>/operations")
+@requires("read")
 def bank_operations(bank_id: str):
     """One page of a bank's jobs, newest first: ``?state=&limit=&offset=``."""
     check_bank_id(bank_id)
@@ -37,14 +40,19 @@ def bank_operations(bank_id: str):
 
 
 @bp.get("/jobs")
+@requires("member")
 def all_jobs():
-    """One page of all jobs, newest first: ``?bank_id=&state=&limit=&offset=``."""
+    """One page of the jobs of the banks the caller may read (every bank for a deployment
+    admin), newest first: ``?bank_id=&state=&limit=&offset=``."""
     bank_id = request.args.get("bank_id")
+    who = principal()
     if bank_id is not None:
         check_bank_id(bank_id)
+        who.require(bank_id, "read")
     state, (limit, offset) = _state(), page_params()
+    only = None if who.is_admin else sorted(b for b in who.grants if who.can(b, "read"))
     with services().pool.connection() as conn:
-        rows, total = jobs.list_page(conn, bank_id, state, limit, offset)
+        rows, total = jobs.list_page(conn, bank_id, state, limit, offset, bank_ids=only)
     return jsonify(page_body("jobs", [jobs.to_json(j) for j in rows], limit, offset, total))
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from flask import Blueprint, jsonify, request
 
-from api.auth import principal
+from api.auth import principal, requires
 from api.deps import json_body, services
 from api.errors import APIError
 from api.schemas import check_bank_id
@@ -27,15 +27,17 @@ def _run(bank_id: str, params: dict):
             raise APIError(400, "unknown_recipe", f"unknown recipe {name!r}",
                            {"field": key, "recipe": name, "known": sorted(RECIPES)})
     q = RecallQuery.model_validate(params)
-    return jsonify(services().cascade.recall(bank_id, q, principal=principal()).to_json())
+    return jsonify(services().cascade.recall(bank_id, q, principal()).to_json())
 
 
 @bp.post("/v1/default/banks/<bank_id>/memories/recall")
+@requires("read")
 def recall_post(bank_id: str):
     return _run(bank_id, json_body(check_text_fields=False))  # RecallQuery checks text
 
 
 @bp.get("/banks/<bank_id>/recall")
+@requires("read")
 def recall_get(bank_id: str):
     repeated = sorted(k for k, v in request.args.to_dict(flat=False).items() if len(v) > 1)
     if repeated:

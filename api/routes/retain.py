@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint, jsonify, request
 
+from api.auth import principal, requires
 from api.deps import json_body, retain_service
 from api.schemas import RetainRequest, check_bank_id
 from rcll.store import jobs
@@ -13,6 +14,7 @@ bp = Blueprint("retain", __name__)
 
 @bp.post("/v1/default/banks/<bank_id>/memories")
 @bp.post("/banks/<bank_id>/retain")
+@requires("write")
 def retain(bank_id: str):
     check_bank_id(bank_id)
     body = json_body(check_text_fields=False)  # RetainRequest (a TextModel) checks text, with its codes
@@ -22,7 +24,9 @@ def retain(bank_id: str):
     key = svc.idempotency_key(body.pop("idempotency_key", None),
                               request.headers.get("Idempotency-Key"))
     req = RetainRequest.model_validate(body)
-    job, _ = svc.retain(bank_id, req.items, async_=req.async_, idempotency_key=key)
+    # the service writes the audit entry of a new job (a repeated key is not a new action)
+    job, _ = svc.retain(bank_id, req.items, async_=req.async_, idempotency_key=key,
+                        principal=principal())
     answer = {"success": job["state"] != "failed", "bank_id": bank_id,
               "items_count": len(req.items), "async": req.async_, "operation_id": str(job["id"]),
               "status": job["state"], "operation": jobs.to_json(job)}

@@ -37,11 +37,13 @@ def live_hot_units(conn: Connection, bank_id: str, unit_ids: Sequence[str],
                    model: str) -> list[HotUnit]:
     """The live units (not superseded, not invalidated) among ``unit_ids`` of ``bank_id``
     that have a ``model`` embedding of the current input stamp, as :class:`HotUnit`
-    (vector float32 unit-norm). A SELECT only."""
+    (vector float32 unit-norm, with the unit's audience and purposes, which tier 1 filters
+    every lookup by). A SELECT only."""
     if not unit_ids:
         return []
     rows = conn.execute(
-        """SELECT u.id, u.layer, u.room, u.hall, u.token_count, e.embedding
+        """SELECT u.id, u.layer, u.room, u.hall, u.token_count, u.audience, u.purposes,
+                  e.embedding
            FROM memory_units u JOIN memory_embeddings e
              ON e.unit_id = u.id AND e.model = %(model)s AND e.bank_id = u.bank_id
             AND e.input_stamp = %(stamp)s
@@ -55,7 +57,8 @@ def live_hot_units(conn: Connection, bank_id: str, unit_ids: Sequence[str],
         vec = np.asarray(emb.to_numpy() if hasattr(emb, "to_numpy") else emb, dtype=np.float32)
         n = float(np.linalg.norm(vec))
         out.append(HotUnit(str(r["id"]), vec / n if n else vec, int(r["layer"]), r["room"],
-                           r["hall"], int(r["token_count"] or 0)))
+                           r["hall"], int(r["token_count"] or 0), r["audience"],
+                           tuple(r["purposes"])))
     return out
 
 

@@ -102,9 +102,14 @@ class Cascade:
 
     def recall(self, bank_id: str, q: RecallQuery,
                principal: Principal | None = None) -> RecallResult:
-        """Answer ``q`` against ``bank_id`` through the tiers its plan allows, for
-        ``principal`` (``None``: unrestricted — auth off or an internal call). Raises
-        :class:`BankNotFound`.
+        """Answer ``q`` against ``bank_id`` for ``principal`` through the tiers its plan
+        allows. Every tier filters by the caller scope (:meth:`RecallContext.scope`:
+        audience, purpose, hierarchy) inside its candidate query — tier 1 from the audience
+        and purposes it stores with each unit, tiers 2–3 in SQL — and tier 1–2 hits are
+        verified through the same scope in PostgreSQL. ``principal`` None: an internal call
+        (every audience; purpose only if ``q.purpose`` names one). Raises
+        :class:`BankNotFound`, :class:`~rcll.errors.Forbidden` (no read on the bank),
+        :class:`~rcll.errors.Rejected` (400 ``unknown_purpose``, 403 ``purpose_not_granted``).
 
         Whichever tier answers, tunnels are then followed from its top results (unless
         ``q.follow_tunnels`` is false; :meth:`_merge_tunnels`): the tunnelled units are
@@ -117,13 +122,9 @@ class Cascade:
         the hits through the caller scope in PostgreSQL, when they were enough to answer),
         ``tier_cold`` (the whole pipeline), ``tunnels`` and ``total``."""
         t0 = time.perf_counter()
+        scope = self.ctx.scope(bank_id, q, principal)
         p = plan(q)
-        principal = principal or Principal.unrestricted()
-        scope = CallerScope.for_query(bank_id, q)
-        # perms helper: CallerScope.for_query(bank_id, q, principal) sets these
-        scope = replace(scope, member_id=principal.member_id,
-                        all_audiences=principal.all_audiences,
-                        purpose=scope.purpose or getattr(q, "purpose", None))
+        principal = principal or Principal.unrestricted()  # tunnels: whose banks
         timings: dict[str, float] = {}
         degraded: list[str] = []
         tried: list[str] = []
@@ -184,7 +185,7 @@ class Cascade:
         t = time.perf_counter()
         cold_q = q.model_copy(update={"limit": p.limit, "max_tokens": p.max_tokens})
         found = _TunnelLookup(scope, principal, p) if q.follow_tunnels else None
-        res = recall(self.ctx, bank_id, cold_q, embedded=pq, in_transaction=found)
+        res = recall(self.ctx, bank_id, cold_q, embedded=pq, scope=scope, in_transaction=found)
         timings["tier_cold"] = _ms(t)
         tried.append("cold")
         top = [r["id"] for r in res.results[: self.settings.promote_top]]

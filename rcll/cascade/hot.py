@@ -9,7 +9,10 @@ Layout per bank (``{prefix}:{<bank_id>}:…``, the bank id in braces; values bin
                 (every member's B is recomputed at eviction time, so an old score does not
                 protect a unit that has not been used since).
 ``v``           hash unit id → its vector, float16 little-endian bytes (unit-norm, dim)
-``m``           hash unit id → JSON ``[layer, room, hall, token_count]`` (the scope fields)
+``m``           hash unit id → JSON ``[layer, room, hall, token_count, audience, purposes]``
+                (the scope fields; a lookup serves a unit only to a caller whose scope
+                admits its audience and purposes — an entry written before they were
+                stored admits only an unrestricted scope)
 ``t:{unit}``    list of the unit's ``history`` most recent use times (epoch s, newest first)
 ``n`` / ``f``   hash unit id → use count / first use time (promotion time before any use)
 ``c:{unit}``    list of the unit's ``cues`` most recent retrieving query vectors (float16)
@@ -130,7 +133,10 @@ class HotUnit:
     """A unit as tier 1 holds it: everything a lookup needs without PostgreSQL.
 
     ``vector``: float32 unit-norm, shape (dim,) (stored as float16). ``layer`` 0–3;
-    ``room``/``hall`` as in ``memory_units``; ``token_count`` (may be 0 when unknown).
+    ``room``/``hall`` as in ``memory_units``; ``token_count`` (may be 0 when unknown);
+    ``audience`` (``'bank'`` or a member id) and ``purposes`` as in ``memory_units`` (the
+    permission fields a lookup filters by; ``None``: unknown, served to unrestricted
+    scopes only).
     """
 
     unit_id: str
@@ -139,6 +145,8 @@ class HotUnit:
     room: str | None
     hall: str | None
     token_count: int
+    audience: str | None = "bank"
+    purposes: tuple[str, ...] | None = ("assist", "operate", "audit", "personal")
 
 
 
@@ -171,6 +179,9 @@ class _BankCache:
         self.layers = np.zeros(0, np.int16)
         self.rooms = np.zeros(0, object)
         self.halls = np.zeros(0, object)
+        self.audiences = np.zeros(0, object)  # None: unknown (unrestricted scopes only)
+        self.purpose_bits = np.zeros(0, np.int64)  # bit i: purpose purpose_bit[name] == i
+        self.purpose_bit: dict[str, int] = {}
         self.cue_rows = np.zeros((0, 0), np.float32)
         self.cue_owner = np.zeros(0, np.intp)
         self.cue_used = 0  # rows [0, cue_used) hold cues or holes
@@ -183,7 +194,24 @@ class _BankCache:
             self.vectors = np.zeros((0, dim), np.float32)
             self.cue_rows = np.zeros((0, dim), np.float32)
 
-    def put(self, uid: str, vec: np.ndarray, layer: int, room, hall, cues: list[np.ndarray]) -> None:
+    def bits(self, purposes) -> int:
+        """The bitmask of ``purposes`` in this cache (a name gets the next free bit when
+        first seen; at most 63 names). ``None`` (unknown) is 0: no purpose filter admits
+        the unit."""
+        if purposes is None:
+            return 0
+        out = 0
+        for name in purposes:
+            bit = self.purpose_bit.get(name)
+            if bit is None:
+                if len(self.purpose_bit) >= 63:
+                    continue  # more purposes than bits: that name never matches here
+                bit = self.purpose_bit[name] = len(self.purpose_bit)
+            out |= 1 << bit
+        return out
+
+    def put(self, uid: str, vec: np.ndarray, layer: int, room, hall, cues: list[np.ndarray],
+            audience: str | None = None, purposes=None) -> None:
         self._init_dim(vec.shape[0])
         slot = self.slot_of.get(uid)
         if slot is None:
@@ -196,11 +224,14 @@ class _BankCache:
                 self.layers = _grow(self.layers, n)
                 self.rooms = _grow(self.rooms, n, None)
                 self.halls = _grow(self.halls, n, None)
+                self.audiences = _grow(self.audiences, n, None)
+                self.purpose_bits = _grow(self.purpose_bits, n)
             self.ids[slot] = uid
             self.slot_of[uid] = slot
         self.vectors[slot] = vec
         self.alive[slot] = True
         self.layers[slot], self.rooms[slot], self.halls[slot] = layer, room, hall
+        self.audiences[slot], self.purpose_bits[slot] = audience, self.bits(purposes)
         self._set_cues(slot, cues)
 
     def remove(self, uid: str) -> None:
@@ -296,7 +327,10 @@ class HotTier:
         """Hot units of ``scope.bank_id`` whose similarity to ``query_vector`` (float32
         (dim,), normalised here) is ≥ ``threshold``, filtered by the scope (layer ≤
         ``layer_cap``, ``room``, ``hall``), best first (module docstring), at most
-        ``limit``. Similarity is max(cosine(query, unit), cosine(query, any of its cues)),
+        ``limit``; and by the scope's permissions: the unit's audience is ``'bank'`` or the
+        caller (unless ``all_audiences``) and its purposes hold the scope's ``purpose`` (when
+        set) — filtered before anything is scored, so a hidden unit is never a hit, a count
+        or an activation read. Similarity is max(cosine(query, unit), cosine(query, any of its cues)),
         ``via`` telling which. A scope with ``include_superseded`` is never served by tier 1
         (it holds live units only): ``[]``. Raises :class:`redis.RedisError` when Redis is
         down (the caller falls through to the next tier)."""
@@ -320,6 +354,15 @@ class HotTier:
                 mask &= cache.rooms[:n] == scope.room
             if scope.hall:
                 mask &= cache.halls[:n] == scope.hall
+            if not scope.all_audiences:
+                aud = cache.audiences[:n]
+                mask &= (aud == "bank") | (aud == (scope.member_id or ""))
+            if scope.purpose is not None:
+                bit = cache.purpose_bit.get(scope.purpose)
+                if bit is None:
+                    mask &= False
+                else:
+                    mask &= (cache.purpose_bits[:n] & (1 << bit)) != 0
             sims = cache.vectors[:n] @ q
             cue_best = np.full(n, -np.inf, dtype=np.float32)
             m = cache.cue_used
@@ -397,8 +440,13 @@ class HotTier:
             if v is None or m is None:
                 cache.remove(u)
                 continue
-            layer, room, hall, _tokens = json.loads(m)
-            cache.put(u, _from_f16(v), int(layer), room, hall, [_from_f16(x) for x in c])
+            meta = json.loads(m)
+            layer, room, hall = meta[0], meta[1], meta[2]
+            # [4], [5]: audience, purposes (absent in entries written before them: unknown)
+            audience = meta[4] if len(meta) > 5 else None
+            purposes = tuple(meta[5]) if len(meta) > 5 and meta[5] is not None else None
+            cache.put(u, _from_f16(v), int(layer), room, hall, [_from_f16(x) for x in c],
+                      audience, purposes)
 
     # --- activation -------------------------------------------------------------------------
     def _histories(self, bank_id: str, ids: list[str]) -> list[tuple[list[float], int, float] | None]:
@@ -481,9 +529,9 @@ class HotTier:
         pipe = self.r.pipeline(transaction=True)
         pipe.setnx(k("epoch"), uuid.uuid4().hex).sadd(self.banks_key, bank_id)
         pipe.hset(k("v"), mapping={u.unit_id: _f16(u.vector) for u in new})
-        pipe.hset(k("m"), mapping={u.unit_id: json.dumps([int(u.layer), u.room, u.hall,
-                                                          int(u.token_count or 0)])
-                                   for u in new})
+        pipe.hset(k("m"), mapping={u.unit_id: json.dumps(
+            [int(u.layer), u.room, u.hall, int(u.token_count or 0), u.audience,
+             list(u.purposes) if u.purposes is not None else None]) for u in new})
         for u in new:
             pipe.hsetnx(k("f"), u.unit_id, repr(now))
             pipe.hsetnx(k("n"), u.unit_id, 0)

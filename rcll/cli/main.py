@@ -56,7 +56,7 @@ def _client():
     except httpx.HTTPError as exc:
         raise click.ClickException(
             f"the RCLL API does not answer at {url} ({exc}); start it with `rcll dev up`")
-    return RCLLClient(url, timeout=300)
+    return RCLLClient(url, timeout=300, api_key=get_settings().api_key)
 
 
 class _Group(click.Group):
@@ -111,8 +111,14 @@ def migrate() -> None:
 @cli.command()
 def serve() -> None:
     """Run the API in the foreground (gunicorn)."""
+    from rcll.access.deployment import DeploymentError, check
     from rcll.dev.stack import api_cmd
 
+    try:
+        for warning in check(get_settings()):
+            console.print(f"[bold red]{warning}")
+    except DeploymentError as exc:
+        raise click.ClickException(str(exc))
     cmd = api_cmd(get_settings())
     os.execv(cmd[0], cmd)
 
@@ -306,6 +312,13 @@ def eval_longmemeval(data_file: str, out: str | None, recipe: str | None,
 
     _write(run_longmemeval(_client(), data_file, recipe=recipe, tiers=tiers, reuse=reuse), out)
 
+
+from rcll.cli import access as _access_cli  # noqa: E402  (members, keys, grants, audit)
+
+_access_cli.register(cli)
+from rcll.cli.units import unit as _unit_group  # noqa: E402  (the group imports _client)
+
+cli.add_command(_unit_group)
 
 def _register_groups() -> None:
     from rcll.cli.tunnels import bridge, tunnels

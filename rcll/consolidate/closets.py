@@ -43,6 +43,21 @@ def _summary_key(job_id: str, room: str, hall: str) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()
 
 
+def shared_purposes(units: list[dict]) -> tuple[list[dict], list[str]]:
+    """The units a closet may summarise and the purposes it gets (spec §7: a derived unit
+    gets the intersection of its sources' purposes): newest first, a unit is kept while the
+    running intersection of purposes stays non-empty. ``([], [])`` for no units."""
+    kept, common = [], None
+    for u in units:
+        p = set(u.get("purposes") or ())
+        nxt = p if common is None else common & p
+        if nxt:
+            kept.append(u)
+            common = nxt
+    order = list(units[0].get("purposes") or ()) if units else []
+    return kept, [p for p in order if common and p in common]
+
+
 def run_closets(ctx: RetainContext, job_id: str, max_units: int = 40) -> None:
     """Run a closets job to its end (``succeeded``, ``partial`` when some groups failed,
     ``failed`` when all did or no LLM is configured). Always returns ``None`` (the job is
@@ -68,6 +83,7 @@ def run_closets(ctx: RetainContext, job_id: str, max_units: int = 40) -> None:
                 counts["closets_created"] += 1
                 continue
             units = closets.group_units(conn, bank, room, hall, max_units)
+        units, purposes = shared_purposes(units)
         if not units:
             continue
         messages = summarize_closet.build_messages(
@@ -99,7 +115,8 @@ def run_closets(ctx: RetainContext, job_id: str, max_units: int = 40) -> None:
                 text=reply.summary.strip(), context=reply.title or None, room=room, hall=hall,
                 layer=2, mentioned_at=newest, occurred_start=None, occurred_end=None,
                 extraction_version=summarize_closet.VERSION, entity_names=[],
-                metadata={"closet": True, "title": reply.title, "sources": len(sources)})
+                metadata={"closet": True, "title": reply.title, "sources": len(sources)},
+                audience="bank", purposes=purposes)
             previous = closets.latest_unit(conn, bank, room, hall, exclude_job=job_id)
             for src in sources:
                 facts.link(conn, unit_id, src, bank, "derived_from")

@@ -35,6 +35,14 @@ def child_env(settings: Settings) -> dict:
     return env
 
 
+def dev_api_env(env: dict) -> dict:
+    """The dev stack's API environment: ``RCLL_AUTH=off`` unless the user set ``RCLL_AUTH``
+    (the API still refuses auth off beyond loopback: :mod:`rcll.access.deployment`)."""
+    out = dict(env)
+    out["RCLL_AUTH"] = os.environ["RCLL_AUTH"] if "RCLL_AUTH" in os.environ else "off"
+    return out
+
+
 def worker_cmd(settings: Settings, queues: str | None = None, concurrency: int | None = None,
                name: str = "rcll") -> list[str]:
     """The Celery worker command line (all queues unless ``queues`` names some)."""
@@ -112,9 +120,11 @@ def up(settings: Settings, *, api: bool = True, worker: bool = True, log=print) 
         start_worker(settings, env, log=log)
         start_beat(settings, env, log=log)
     if api:
+        api_env = dev_api_env(env)
         if not processes.running_pid(run_dir, "api"):
-            log(f"starting api on {settings.base_url}")
-        processes.start(run_dir, "api", api_cmd(settings), env=env, cwd=REPO_ROOT)
+            log(f"starting api on {settings.base_url}"
+                + (" (RCLL_AUTH=off: dev stack)" if api_env["RCLL_AUTH"] == "off" else ""))
+        processes.start(run_dir, "api", api_cmd(settings), env=api_env, cwd=REPO_ROOT)
         wait_http(f"{settings.base_url}/healthz", 120,
                   lambda: processes.running_pid(run_dir, "api") is not None)
     log(f"stack up: api {settings.base_url}, logs in {run_dir}")

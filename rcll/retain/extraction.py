@@ -150,7 +150,7 @@ def store_facts(conn, chunk: dict, job_id: str, reply: extract_facts.ExtractionR
             layer=chunk["layer"], mentioned_at=chunk["mentioned_at"], occurred_start=start,
             occurred_end=end, extraction_version=extract_facts.VERSION,
             entity_names=_entity_names(f.entities), metadata=chunk["metadata"],
-            tags=chunk["tags"])
+            tags=chunk["tags"], audience=chunk["audience"], purposes=list(chunk["purposes"]))
         created += new
         ids.append(unit_id)
         facts.link(conn, unit_id, chunk["id"], bank, "derived_from")
@@ -199,7 +199,8 @@ def run_extract(ctx: RetainContext, job_id: str) -> dict | None:
             if facts.extracted(conn, chunk["id"], extract_facts.VERSION):
                 counts["chunks_extracted"] += 1
                 continue
-            shown = facts.recent_facts(conn, chunk["bank_id"], recent_n)
+            shown = facts.recent_facts(conn, chunk["bank_id"], recent_n, chunk["audience"],
+                                       list(chunk["purposes"]))
         earlier = {f"E{k}": str(r["id"]) for k, r in enumerate(shown, 1)}
         messages = extract_facts.build_messages(
             chunk["text"], context=chunk["context"], mentioned_at=chunk["mentioned_at"],

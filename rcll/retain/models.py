@@ -15,7 +15,10 @@ class RetainItem(TextModel):
     """One item to retain. ``content`` is required and non-blank; the rest is optional.
 
     ``timestamp`` is when the content was said or written (ISO 8601; naive means UTC);
-    ``document_id`` is the upsert key (defaults to a hash of the content).
+    ``document_id`` is the upsert key (defaults to a hash of the content). ``audience``
+    (``'bank'`` or a member id) and ``purposes`` (a non-empty subset of ``RCLL_PURPOSES``)
+    go on every unit the item makes, chunks and facts alike
+    (:func:`rcll.access.purposes.unit_access` checks them and fills the defaults).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -29,6 +32,11 @@ class RetainItem(TextModel):
     room: Room | None = None
     hall: Hall | None = None
     layer: int = Field(2, ge=0, le=3)
+    # who may recall the item's units (spec §7): 'bank' or one member id, and for which
+    # purposes; None = the defaults the retain service fills in ('bank', the writer's
+    # default purposes) before the job is stored
+    audience: str | None = Field(None, min_length=1, max_length=64)
+    purposes: list[str] | None = Field(None, max_length=16)
 
     @field_validator("content")
     @classmethod

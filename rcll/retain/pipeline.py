@@ -70,7 +70,8 @@ def drafts_for(item: RetainItem, ctx: RetainContext) -> list[UnitDraft]:
         out.append(UnitDraft(text=text, chunk_hash=sha256(text), chunk_index=i, room=room,
                              hall=hall, layer=item.layer, context=item.context,
                              mentioned_at=item.timestamp, metadata=item.metadata, tags=item.tags,
-                             token_count=size))
+                             token_count=size, audience=item.audience or "bank",
+                             purposes=tuple(item.purposes or UnitDraft.purposes)))
     return out
 
 

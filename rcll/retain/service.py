@@ -15,13 +15,15 @@ from dataclasses import dataclass
 
 from psycopg_pool import ConnectionPool
 
+from rcll.access.principal import BANK_AUDIENCE, DEFAULT_PURPOSES, Principal
+from rcll.access.purposes import unit_access
 from rcll.config import Settings
 from rcll.errors import Rejected
 from rcll.retain import pipeline, stages
 from rcll.retain.models import RetainItem
 from rcll.retain.pipeline import RetainContext
 from rcll.retain.submit import submit_retain
-from rcll.store import jobs
+from rcll.store import audit, jobs
 from rcll.validation import clean_text
 
 Enqueue = Callable[[str, str], None]
@@ -52,11 +54,40 @@ class RetainService:
     path; ``enqueue(task_name, job_id)`` sends a stage to the workers."""
 
     def __init__(self, pool: ConnectionPool, context: Callable[[], RetainContext],
-                 enqueue: Enqueue, limits: RetainLimits):
+                 enqueue: Enqueue, limits: RetainLimits,
+                 purposes: tuple[str, ...] = DEFAULT_PURPOSES):
         self.pool = pool
         self.context = context
         self.enqueue = enqueue
         self.limits = limits
+        self.purposes = tuple(purposes)  # RCLL_PURPOSES, the closed set
+
+    def with_access(self, bank_id: str, items: list[RetainItem],
+                    principal: Principal | None) -> list[RetainItem]:
+        """``items`` with ``audience`` and ``purposes`` checked and filled in for the writer
+        ``principal`` (None: an internal call) by :func:`rcll.access.purposes.unit_access`;
+        an audience naming another member must name an existing one (400
+        ``unknown_member``). Raises what ``unit_access`` raises and
+        :class:`~rcll.errors.Forbidden` when the principal lacks ``write`` on the bank."""
+        if principal is not None:
+            principal.require(bank_id, "write")
+        out, others = [], set()
+        for item in items:
+            aud, purposes = unit_access(principal, bank_id, item.audience, item.purposes,
+                                        known=self.purposes)
+            if aud != BANK_AUDIENCE and (principal is None or aud != principal.member_id):
+                others.add(aud)
+            out.append(item.model_copy(update={"audience": aud, "purposes": purposes}))
+        if others:
+            with self.pool.connection() as conn:
+                found = {r["id"] for r in conn.execute(
+                    "SELECT id FROM members WHERE id = ANY(%s)", (sorted(others),)).fetchall()}
+            missing = sorted(others - found)
+            if missing:
+                raise Rejected(400, "unknown_member",
+                               f"audience names no member: {', '.join(missing[:5])}",
+                               {"audience": missing[:20]})
+        return out
 
     def check_item_count(self, n: int) -> None:
         """Raise ``413 too_many_items`` over :attr:`RetainLimits.max_items` (callers check
@@ -83,15 +114,26 @@ class RetainService:
         return given[0] if given else None
 
     def retain(self, bank_id: str, items: list[RetainItem], *, async_: bool = True,
-               idempotency_key: str | None = None) -> tuple[dict, bool]:
-        """Store a retain job for ``items`` and run or enqueue it; ``(job, created)``.
+               idempotency_key: str | None = None,
+               principal: Principal | None = None) -> tuple[dict, bool]:
+        """Store a retain job for ``items`` written by ``principal`` and run or enqueue it;
+        ``(job, created)``.
+
+        Every item's ``audience`` and ``purposes`` are resolved first (:meth:`with_access`),
+        so the stored job — and its idempotency request hash — holds the values its units
+        get.
 
         ``async_``: enqueue the first stage after commit (the job is ``queued``); otherwise
         run every stage here and return the ended job. A repeated key returns the first job
         (``created=False``), re-enqueued if its enqueue had failed. Raises
-        :class:`~rcll.errors.Rejected`: ``413 too_many_items``, ``413 item_too_large``,
+        :class:`~rcll.errors.Rejected`: ``400 unknown_purpose``, ``400 invalid_purposes``,
+        ``400 invalid_audience``, ``400 unknown_member``, ``403 audience_not_allowed``,
+        ``413 too_many_items``, ``413 item_too_large``,
         ``400 sync_batch_too_large``, ``503 queue_unavailable`` (the job is ``failed`` with
         ``enqueue failed`` and can be retried with the same key).
+
+        A new job writes one audit entry ``retain`` (``actor``: the caller's member id;
+        details ``operation_id``, ``items``), in the job's transaction; a repeated key none.
         """
         self.check_item_count(len(items))
         for i, item in enumerate(items):
@@ -105,8 +147,13 @@ class RetainService:
             raise Rejected(400, "sync_batch_too_large",
                            f"async=false takes at most {self.limits.sync_max_items} items; "
                            "send async", {"items": len(items), "max": self.limits.sync_max_items})
+        items = self.with_access(bank_id, items, principal)
         with self.pool.connection() as conn:
             job, created = submit_retain(conn, bank_id, items, idempotency_key)
+            if created:
+                actor = principal.member_id if principal is not None else None
+                audit.record(conn, actor, "retain", bank_id, None,
+                             {"operation_id": str(job["id"]), "items": len(items)})
         job_id = str(job["id"])
         if not created and job["state"] == "failed":  # a retry of a job never enqueued
             with self.pool.connection() as conn:

@@ -77,7 +77,7 @@ class DenseChannel:
     needs_vector = True
 
     def candidates(self, conn, scope, pq, ctx) -> ChannelOutput:
-        cands = dense_candidates(conn, scope, scope.bank_id, pq.vector, model=pq.model,
+        cands = dense_candidates(conn, scope, pq.vector, model=pq.model,
                                  limit=ctx.candidates_per_channel, floor=ctx.dense_floor)
         return ChannelOutput(cands)
 
@@ -93,7 +93,7 @@ class LexicalChannel:
         """``context``: weight γ of the neighbours' words (0 = the unit's own text only),
         applied in banks whose units average ≤ ``context_max_avgdl`` tokens (BM25's avgdl; None:
         all)."""
-        cands, info = lexical_candidates(conn, _ScopedQuery(pq.request, scope), scope.bank_id,
+        cands, info = lexical_candidates(conn, scope, pq.request.query,
                                          limit=ctx.candidates_per_channel,
                                          df_cutoff=ctx.lexical_df_cutoff,
                                          context_weight=context,
@@ -101,16 +101,6 @@ class LexicalChannel:
         return ChannelOutput(cands, {"terms": info.get("terms", []),
                                      "dropped_terms": info.get("dropped_terms", []),
                                      "context": info.get("context_weight", 0.0)})
-
-
-class _ScopedQuery:
-    """A request whose hierarchy filters come from the scope (what the channel functions read:
-    ``query``, ``room``, ``hall``, ``layer_cap``, ``include_superseded``)."""
-
-    def __init__(self, request: RecallQuery, scope: CallerScope):
-        self.query = request.query
-        self.room, self.hall, self.layer_cap = scope.room, scope.hall, scope.layer_cap
-        self.include_superseded = scope.include_superseded
 
 
 class GraphChannel:

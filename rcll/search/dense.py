@@ -31,22 +31,25 @@ from __future__ import annotations
 import numpy as np
 from psycopg import Connection
 
-from rcll.search.filters import unit_filter
-from rcll.search.models import Candidate, RecallQuery
+from rcll.search.models import Candidate
+from rcll.search.scope import CallerScope
 
 # Planner mode for the dense query; benchmarks/scale.py sets "auto" to show the plan flip.
 PLAN_CACHE_MODE = "force_custom_plan"
 EF_SEARCH = 1000
 
 
-def dense_candidates(conn: Connection, q: RecallQuery, bank_id: str, query_vec: np.ndarray, *,
+def dense_candidates(conn: Connection, scope: CallerScope, query_vec: np.ndarray, *,
                      model: str, limit: int, floor: float) -> list[Candidate]:
-    """Up to ``limit`` units by cosine similarity to ``query_vec``, those below ``floor`` dropped.
+    """Up to ``limit`` units of ``scope`` (bank, hierarchy filters, audience and purpose)
+    by cosine similarity to ``query_vec``, those below ``floor`` dropped.
 
     ``query_vec``: unit-norm float32 (dim,). Scores are cosine similarities in [-1, 1].
-    Must run inside a transaction (the settings above are transaction-local).
+    Must run inside a transaction (the settings above are transaction-local). Raises
+    ``TypeError`` when ``scope`` is not a :class:`CallerScope` (a request would lose the
+    caller's permissions).
     """
-    where, params = unit_filter(q, bank_id)
+    where, params = _scope(scope).where("u")
     prev = conn.execute(
         "SELECT current_setting('enable_sort') AS enable_sort, "
         "current_setting('max_parallel_workers_per_gather') AS par, "
@@ -72,3 +75,10 @@ def dense_candidates(conn: Connection, q: RecallQuery, bank_id: str, query_vec: 
                  "set_config('max_parallel_workers_per_gather', %s, true)",
                  (prev["enable_sort"], prev["par"]))
     return [Candidate(str(r["id"]), i, float(r["score"])) for i, r in enumerate(rows, 1)]
+
+
+def _scope(scope: CallerScope) -> CallerScope:
+    if not isinstance(scope, CallerScope):
+        raise TypeError(f"a CallerScope is required, not {type(scope).__name__}: the caller's "
+                        "audience and purpose live in the scope")
+    return scope

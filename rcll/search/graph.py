@@ -65,13 +65,21 @@ def graph_candidates(conn, scope, pq, ctx, *, decay: float = DECAY, per_seed: in
         return ChannelOutput([], {"seeds": 0})
     where, params = scope.where("u")
     limit = ctx.candidates_per_channel
+    # an entity's mentions count only the units the caller may see (its weight and the
+    # common-seed rule must not depend on invisible units); unrestricted: every mention
+    mention_join, mention_vis = "", ""
+    if scope.restricted:
+        vis, _ = scope.visibility("mu")  # same parameter names as ``where``'s
+        mention_join = "JOIN memory_units mu ON mu.id = ue.unit_id"
+        mention_vis = f"AND {vis}"
     row = conn.execute(
         f"""SELECT (SELECT count(*) FROM (SELECT 1 FROM memory_units u WHERE {where}
                                           LIMIT %(cap)s) b) AS n,
                    (SELECT array_agg(c.n ORDER BY s.o) FROM unnest(%(seeds)s::uuid[])
                         WITH ORDINALITY AS s(id, o)
                     CROSS JOIN LATERAL (SELECT count(*) AS n FROM unit_entities ue
-                                        WHERE ue.entity_id = s.id) c) AS mentions""",
+                                        {mention_join}
+                                        WHERE ue.entity_id = s.id {mention_vis}) c) AS mentions""",
         {**params, "cap": BANK_COUNT_CAP, "seeds": _arr(seeds)}).fetchone()
     mentions = dict(zip(seeds, row["mentions"], strict=True))
     common_at = max(COMMON_SHARE * int(row["n"]), MIN_COMMON)

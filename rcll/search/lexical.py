@@ -37,8 +37,9 @@ import math
 
 from psycopg import Connection
 
-from rcll.search.filters import unit_filter
-from rcll.search.models import Candidate, RecallQuery
+from rcll.search.dense import _scope
+from rcll.search.models import Candidate
+from rcll.search.scope import CallerScope
 
 K1, B = 1.2, 0.75
 # A term in fewer units than this is never "common" whatever its share of the bank: pruning
@@ -134,7 +135,7 @@ WITH qt AS (SELECT * FROM unnest(%(terms)s::text[], %(idf)s::float8[]) AS qt(ter
                  SELECT from_unit, weight FROM memory_links
                  WHERE to_unit = u.id AND type = 'temporal'
                  LIMIT %(fanout)s) l
-             JOIN memory_units o ON o.id = l.nb) n),
+             JOIN memory_units o ON o.id = l.nb AND {vis_o}) n),
      norm AS MATERIALIZED (
          SELECT %(avgdl)s * coalesce(avg(dl_aug / greatest(dl, 1)), 1) AS avgdl FROM tgt)
 SELECT g.id, sum(qt.idf * (a.tf * %(k1p1)s)
@@ -213,13 +214,15 @@ def _bank_stats(conn: Connection, where: str, params: dict, terms: list[str],
     return n, float(row["avgdl"]), {t: hits.get(t, 0) / k * n for t in terms}
 
 
-def lexical_candidates(conn: Connection, q: RecallQuery, bank_id: str, *, limit: int,
+def lexical_candidates(conn: Connection, scope: CallerScope, query: str, *, limit: int,
                        df_cutoff: float, score_budget: int = SCORE_BUDGET,
                        min_common_df: int = MIN_COMMON_DF, exact_stats_max: int = EXACT_STATS_MAX,
                        stats_sample: int = STATS_SAMPLE,
                        context_weight: float = 0.0,
                        context_max_avgdl: float | None = None) -> tuple[list[Candidate], dict]:
-    """Up to ``limit`` units by BM25, best first.
+    """Up to ``limit`` units of ``scope`` (bank, hierarchy filters, audience and purpose)
+    by BM25 of ``query``, best first. N, avgdl and the document frequencies are counted
+    over the scope's units only, so an invisible unit changes no score.
 
     ``context_weight`` γ > 0 scores each unit with its neighbours' words as a second field
     (see :data:`_CONTEXT_SQL`); 0 is plain BM25 over the unit's own text. With
@@ -233,10 +236,10 @@ def lexical_candidates(conn: Connection, q: RecallQuery, bank_id: str, *, limit:
     """
     info: dict = {"terms": [], "dropped_terms": [], "n_units": 0, "scored_terms": [],
                   "exact": True}
-    terms = query_terms(conn, q.query)
+    where, params = _scope(scope).where("u")
+    terms = query_terms(conn, query)
     if not terms:
         return [], info
-    where, params = unit_filter(q, bank_id)
     n, avgdl, sampled = _bank_stats(conn, where, params, terms, exact_stats_max, stats_sample)
     avgdl = avgdl or 1.0
     info["n_units"] = n
@@ -283,8 +286,10 @@ def lexical_candidates(conn: Connection, q: RecallQuery, bank_id: str, *, limit:
         context_weight = 0.0
     info["context_weight"] = context_weight
     if context_weight > 0:
-        rows = conn.execute(_CONTEXT_SQL.format(where=where, dl_u=_dl("u"), dl_o=_dl("o")),
-                            {**qparams, "gamma": context_weight,
+        vis_o, vparams = scope.visibility("o")  # same parameter names as ``where``'s
+        rows = conn.execute(_CONTEXT_SQL.format(where=where, dl_u=_dl("u"), dl_o=_dl("o"),
+                                                vis_o=vis_o),
+                            {**qparams, **vparams, "gamma": context_weight,
                              "fanout": CONTEXT_FANOUT}).fetchall()
     else:
         rows = conn.execute(_PLAIN_SQL.format(where=where, dl_u=_dl("u")),

@@ -34,11 +34,12 @@ class RecallQuery(TextModel):
     the token-budget-adaptive policy of spec §5 picks the tiers, the result count and the
     rendering (:func:`rcll.cascade.policy.plan`). ``tiers``: the cascade tiers allowed, a
     non-empty subset of ``hot``, ``warm``, ``cold`` (default all; ``["cold"]`` is the full
-    pipeline alone).
-    ``purpose``: what the recall is for (spec §7); only units holding it are returned (the
-    "perms" helper owns its default and validation). ``follow_tunnels``: after the bank's
-    own ranking, bring in the units tunnels join its top results to, in banks the caller
-    may read (default true; :mod:`rcll.search.tunnels`).
+    pipeline alone). ``purpose``: what the recall is for, one of the configured purposes
+    (``RCLL_PURPOSES``); only units whose ``purposes`` hold it are candidates. Default: the
+    deployment's ``RCLL_DEFAULT_PURPOSE`` for a member, no purpose filter for an internal or
+    auth-off call (:func:`rcll.access.purposes.recall_purpose`).
+    ``follow_tunnels``: after the bank's own ranking, bring in the units tunnels join its
+    top results to, in banks the caller may read (default true; :mod:`rcll.search.tunnels`).
     """
 
     model_config = ConfigDict(extra="forbid", strict=True)

@@ -125,7 +125,7 @@ def prepare_query(conn: Connection, scope: CallerScope, pq: PreparedQuery, *,
         if found is not None:
             pq.time_window, pq.time_expression = found[0], found[1]
     if entities:
-        pq.entities = match_entities(conn, scope.bank_id, pq.text)
+        pq.entities = match_entities(conn, scope.bank_id, pq.text, scope)
 
 
 # ---- time ------------------------------------------------------------------------------
@@ -406,21 +406,32 @@ def query_ngrams(text: str) -> tuple[list[str], dict[str, str]]:
     return list(out), out
 
 
-def match_entities(conn: Connection, bank_id: str, text: str) -> list[dict]:
+def match_entities(conn: Connection, bank_id: str, text: str,
+                   scope: CallerScope | None = None) -> list[dict]:
     """The live entities of ``bank_id`` whose normalized name or an alias is a whole-word
     run of ``text``: ``[{"id", "name", "matched"}]`` (``matched``: the normalized words that
-    matched), longest match first, then by name. One indexed query; raises only database
-    errors."""
+    matched), longest match first, then by name. With a ``scope`` that restricts audience or
+    purpose, only entities mentioned by at least one unit the caller may see (an entity
+    known only from another member's private units is not matched, so neither the trace's
+    ``query.entities`` nor any channel learns of it). One indexed query; raises only
+    database errors."""
     grams, _ = query_ngrams(text)
     if not grams:
         return []
+    seen_sql, seen_params = "", {}
+    if scope is not None and scope.restricted:
+        vis, seen_params = scope.visibility("u")
+        seen_sql = f"""AND EXISTS (SELECT 1 FROM unit_entities ue
+                                   JOIN memory_units u ON u.id = ue.unit_id
+                                   WHERE ue.entity_id = e.id AND {vis})"""
     rows = conn.execute(
-        """SELECT e.id::text AS id, e.name, e.normalized,
+        f"""SELECT e.id::text AS id, e.name, e.normalized,
                   ARRAY(SELECT a FROM unnest(e.aliases) a WHERE a = ANY(%(grams)s)) AS hit
            FROM entities e
            WHERE e.bank_id = %(bank_id)s AND e.merged_into_id IS NULL
-             AND (e.normalized = ANY(%(grams)s) OR e.aliases && %(grams)s::text[])""",
-        {"bank_id": bank_id, "grams": grams}).fetchall()
+             AND (e.normalized = ANY(%(grams)s) OR e.aliases && %(grams)s::text[])
+             {seen_sql}""",
+        {"bank_id": bank_id, "grams": grams, **seen_params}).fetchall()
     gram_set = set(grams)
     out = []
     for r in rows:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from psycopg import Connection
 from psycopg_pool import ConnectionPool
 
+from rcll.access.principal import DEFAULT_PURPOSES, Principal
 from rcll.errors import BankNotFound
 from rcll.models.embedder import EmbedderHandle
 from rcll.models.tokenizer import TokenCounter
@@ -48,6 +49,15 @@ class RecallContext:
     rerank_top_n: int = 10  # RCLL_RERANK_TOP_N (benchmarks/rerank_latency.py)
     rerank_batch_size: int = 16
     query_cache: QueryVectorCache | None = None
+    # RCLL_PURPOSES (the closed set) and RCLL_DEFAULT_PURPOSE: what a recall may name
+    purposes: tuple[str, ...] = DEFAULT_PURPOSES
+    default_purpose: str = "assist"
+
+    def scope(self, bank_id: str, q: RecallQuery, principal: Principal | None) -> CallerScope:
+        """:meth:`CallerScope.for_query` with this deployment's purposes (raises its 400/403
+        :class:`~rcll.errors.Rejected` and :class:`~rcll.errors.Forbidden`)."""
+        return CallerScope.for_query(bank_id, q, principal, purposes=self.purposes,
+                                     default_purpose=self.default_purpose)
 
 
 def prepare(ctx: RecallContext, q: RecallQuery, needs_vector: bool) -> PreparedQuery:
@@ -78,6 +88,7 @@ def recall(ctx: RecallContext, bank_id: str, q: RecallQuery,
            recipes: dict[str, Recipe] = RECIPES,
            channels: dict[str, Channel] = CHANNELS,
            embedded: PreparedQuery | None = None,
+           scope: CallerScope | None = None,
            in_transaction: Callable[[Connection, list[str]], None] | None = None
            ) -> RecallResult:
     """Answer ``q`` against ``bank_id`` with the recipe it names (else ``ctx.default_recipe``).
@@ -90,7 +101,10 @@ def recall(ctx: RecallContext, bank_id: str, q: RecallQuery,
     in ``degraded``; if none of the recipe's channels could run, its ``fallback`` channels
     answer instead (dense-only with the embedder down answers lexically, mode A) — degrade,
     never refuse (spec §1.4). ``embedded``: a query the caller already prepared (its
-    vector is reused, not recomputed). ``in_transaction(conn, ranked_ids)``: called inside
+    vector is reused, not recomputed). ``scope``: the caller scope every candidate query
+    filters by (:meth:`CallerScope.for_query` with the caller's principal); None is an
+    internal call (every audience, ``q.purpose`` only).
+    ``in_transaction(conn, ranked_ids)``: called inside
     the read-only transaction after hydration with the ranked ids (best first, before the
     budget cut), so a caller's extra read (the tunnels, :mod:`rcll.search.tunnels`) costs no
     connection of its own; it must not raise.
@@ -98,7 +112,8 @@ def recall(ctx: RecallContext, bank_id: str, q: RecallQuery,
     t0 = time.perf_counter()
     timings: dict[str, float] = {}
     recipe = recipes[q.recipe_name or ctx.default_recipe]
-    scope = CallerScope.for_query(bank_id, q)
+    if scope is None:
+        scope = ctx.scope(bank_id, q, None)
     wanted = list(recipe.channels)
     needs_vector = any(channels[n].needs_vector for n in (*wanted, *recipe.fallback))
     if embedded is not None and embedded.vector is not None:

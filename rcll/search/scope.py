@@ -7,9 +7,15 @@ once and no channel, reranker or count ever sees a row outside it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from rcll.access.principal import DEFAULT_PURPOSES
 from rcll.search.models import RecallQuery
+
+if TYPE_CHECKING:
+    from rcll.access.principal import Principal
 
 
 @dataclass(frozen=True)
@@ -37,15 +43,63 @@ class CallerScope:
     purpose: str | None = None
 
     @classmethod
-    def for_query(cls, bank_id: str, q: RecallQuery) -> CallerScope:
-        """The scope of recall request ``q`` against ``bank_id``."""
+    def for_query(cls, bank_id: str, q: RecallQuery, principal: Principal | None, *,
+                  purposes: Sequence[str] = DEFAULT_PURPOSES,
+                  default_purpose: str = "assist") -> CallerScope:
+        """The scope of recall request ``q`` against ``bank_id`` by ``principal``.
+
+        ``principal`` None is an internal call (eval runner, benchmarks, maintenance): every
+        audience, no purpose filter unless ``q.purpose`` names one. Otherwise the principal
+        must hold ``read`` on the bank (403 ``forbidden``), sees ``'bank'`` units and its own
+        (every audience when ``all_audiences``) and the recall's purpose is resolved by
+        :func:`rcll.access.purposes.recall_purpose` against the configured ``purposes``
+        and ``default_purpose`` (400 ``unknown_purpose``, 403 ``purpose_not_granted``).
+        """
+        from rcll.access.purposes import recall_purpose
+
+        if principal is not None:
+            principal.require(bank_id, "read")
+        purpose = recall_purpose(getattr(q, "purpose", None), principal, bank_id,
+                                 known=purposes, default=default_purpose)
         return cls(bank_id=bank_id, layer_cap=q.layer_cap, room=q.room, hall=q.hall,
-                   include_superseded=getattr(q, "include_superseded", False))
+                   include_superseded=getattr(q, "include_superseded", False),
+                   member_id=principal.member_id if principal is not None else None,
+                   all_audiences=principal.all_audiences if principal is not None else True,
+                   purpose=purpose)
+
+    @property
+    def restricted(self) -> bool:
+        """Whether the permission part of the scope filters anything (an audience rule or
+        a purpose)."""
+        return not self.all_audiences or self.purpose is not None
+
+    def visible(self, audience: str | None, purposes: Sequence[str] | None) -> bool:
+        """Whether a unit with this ``audience`` and ``purposes`` passes the permission part
+        of the scope (what :meth:`visibility` says in SQL). ``None`` (unknown) passes only
+        an unrestricted scope."""
+        if not self.all_audiences and audience not in ("bank", self.member_id or ""):
+            return False
+        return self.purpose is None or (purposes is not None and self.purpose in purposes)
+
+    def visibility(self, alias: str = "u") -> tuple[str, dict]:
+        """``(sql, params)``: only the permission part (audience, purpose) of :meth:`where`,
+        ``"TRUE"`` when unrestricted — for rows the channel reads beside its candidates
+        (a neighbour's length, an entity's mentions) that must not count when invisible."""
+        parts: list[str] = []
+        params: dict = {}
+        if not self.all_audiences:
+            parts.append(f"({alias}.audience = 'bank' OR {alias}.audience = %(scope_member)s)")
+            params["scope_member"] = self.member_id or ""
+        if self.purpose is not None:
+            parts.append(f"%(scope_purpose)s = ANY({alias}.purposes)")
+            params["scope_purpose"] = self.purpose
+        return (" AND ".join(parts) or "TRUE"), params
 
     def where(self, alias: str = "u") -> tuple[str, dict]:
         """``(sql, params)`` restricting ``alias`` (memory_units) to this scope; named
         ``%(…)s`` parameters, to be merged into the statement's own."""
-        parts = [f"{alias}.bank_id = %(bank_id)s", f"{alias}.layer <= %(layer_cap)s"]
+        parts = [f"{alias}.bank_id = %(bank_id)s", f"{alias}.layer <= %(layer_cap)s",
+                 f"{alias}.forgotten_at IS NULL"]  # a forgotten unit is never a candidate
         if not self.include_superseded:
             parts += [f"{alias}.superseded_by_id IS NULL", f"{alias}.invalidated_reason IS NULL"]
         params: dict = {"bank_id": self.bank_id, "layer_cap": self.layer_cap}
@@ -55,10 +109,8 @@ class CallerScope:
         if self.hall:
             parts.append(f"{alias}.hall = %(hall)s")
             params["hall"] = self.hall
-        if not self.all_audiences:
-            parts.append(f"({alias}.audience = 'bank' OR {alias}.audience = %(scope_member)s)")
-            params["scope_member"] = self.member_id or ""
-        if self.purpose is not None:
-            parts.append(f"%(scope_purpose)s = ANY({alias}.purposes)")
-            params["scope_purpose"] = self.purpose
+        if self.restricted:
+            vis, vparams = self.visibility(alias)
+            parts.append(vis)
+            params.update(vparams)
         return " AND ".join(parts), params

@@ -61,16 +61,18 @@ class RecallState:
         return max(limit * 2, limit + 20)
 
     def hydrate(self, ids: list[str]) -> dict[str, dict]:
-        """Load the units ``ids`` not yet in ``rows`` (one query); returns ``rows``. Units
-        outside the caller scope are loaded too — callers only pass ids a channel or a
-        scoped query produced."""
+        """Load the units ``ids`` not yet in ``rows`` (one query); returns ``rows``. Callers
+        pass ids a channel or a scoped query produced; as a second guard, a unit the caller
+        may not see (audience, purpose: :meth:`CallerScope.visibility`) is never loaded, so
+        no step can render, rerank or count it."""
         missing = [i for i in dict.fromkeys(ids) if i not in self.rows]
         if missing:
+            vis, vparams = self.scope.visibility("u")
             for r in self.conn.execute(
                     f"""SELECT {UNIT_COLUMNS} FROM memory_units u
                         LEFT JOIN documents d ON d.id = u.document_id
-                        WHERE u.id = ANY(%s::uuid[])""",
-                    ("{" + ",".join(missing) + "}",)).fetchall():
+                        WHERE u.id = ANY(%(ids)s::uuid[]) AND {vis}""",
+                    {**vparams, "ids": "{" + ",".join(missing) + "}"}).fetchall():
                 self.rows[str(r["id"])] = r
         return self.rows
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from psycopg import Connection
 
 from rcll.errors import BankNotFound
@@ -23,15 +25,18 @@ def get(conn: Connection, bank_id: str) -> dict:
     return row
 
 
-def list_page(conn: Connection, limit: int = 50, offset: int = 0) -> tuple[list[dict], int]:
+def list_page(conn: Connection, limit: int = 50, offset: int = 0,
+              only: Collection[str] | None = None) -> tuple[list[dict], int]:
     """One page of banks with their unit counts, newest first (ties broken by id, so pages
-    never overlap); ``(rows, total banks)``."""
+    never overlap); ``(rows, total banks)``. ``only``: just these bank ids (the banks a
+    caller holds a grant on); ``None`` = every bank."""
+    clause, params = ("WHERE b.id = ANY(%s)", [list(only)]) if only is not None else ("", [])
     rows = conn.execute(
-        """SELECT b.id, b.name, b.created_at,
+        f"""SELECT b.id, b.name, b.created_at,
                   (SELECT count(*) FROM memory_units u WHERE u.bank_id = b.id) AS units
-           FROM memory_banks b ORDER BY b.created_at DESC, b.id DESC LIMIT %s OFFSET %s""",
-        (limit, offset)).fetchall()
-    total = conn.execute("SELECT count(*) AS n FROM memory_banks").fetchone()["n"]
+           FROM memory_banks b {clause} ORDER BY b.created_at DESC, b.id DESC LIMIT %s OFFSET %s""",
+        (*params, limit, offset)).fetchall()
+    total = conn.execute(f"SELECT count(*) AS n FROM memory_banks b {clause}", params).fetchone()["n"]
     return rows, total
 
 

@@ -26,10 +26,12 @@ def groups(conn: Connection, bank_id: str, room: str | None = None,
 
 
 def group_units(conn: Connection, bank_id: str, room: str, hall: str, limit: int) -> list[dict]:
-    """The newest ``limit`` live units of a group (``id``, ``text``, ``mentioned_at``)."""
+    """The newest ``limit`` live units of a group readable by the whole bank (``audience =
+    'bank'``; a member's private units are never summarised into a shared closet):
+    ``id``, ``text``, ``mentioned_at``, ``purposes``."""
     return conn.execute(
-        f"""SELECT id, text, mentioned_at FROM memory_units
-            WHERE bank_id = %s AND room = %s AND hall = %s AND {LIVE}
+        f"""SELECT id, text, mentioned_at, purposes FROM memory_units
+            WHERE bank_id = %s AND room = %s AND hall = %s AND {LIVE} AND audience = 'bank'
             ORDER BY coalesce(mentioned_at, created_at) DESC, created_at DESC, id DESC
             LIMIT %s""", (bank_id, room, hall, limit)).fetchall()
 

@@ -21,7 +21,7 @@ def chunks_for_job(conn: Connection, job_id: str) -> list[dict]:
     return conn.execute(
         """SELECT mu.id, mu.bank_id, mu.document_id, mu.chunk_id, mu.chunk_hash, mu.text,
                   mu.context, mu.room, mu.hall, mu.layer, mu.mentioned_at, mu.metadata, mu.tags,
-                  d.document_id AS external_id, c.index AS chunk_index
+                  mu.audience, mu.purposes, d.document_id AS external_id, c.index AS chunk_index
            FROM memory_units mu
            JOIN documents d ON d.id = mu.document_id
            LEFT JOIN chunks c ON c.id = mu.chunk_id
@@ -37,15 +37,24 @@ def extracted(conn: Connection, chunk_unit_id, version: str) -> bool:
            LIMIT 1""", (chunk_unit_id, version)).fetchone() is not None
 
 
-def recent_facts(conn: Connection, bank_id: str, limit: int) -> list[dict]:
-    """The newest live, not superseded facts of a bank (``id``, ``text``), newest first."""
+def recent_facts(conn: Connection, bank_id: str, limit: int, audience: str = "bank",
+                 purposes: list[str] | None = None) -> list[dict]:
+    """The newest live, not superseded facts of a bank (``id``, ``text``), newest first,
+    that every reader of a unit with ``audience`` and ``purposes`` may read: audience
+    ``'bank'`` or that same member, purposes holding all of ``purposes`` (None: no purpose
+    condition). Extraction shows them to the LLM beside a new chunk and may supersede them,
+    so a fact from another member's private memory never reaches a unit others can read,
+    nor is superseded by one."""
     if limit <= 0:
         return []
     return conn.execute(
         """SELECT id, text FROM memory_units
            WHERE bank_id = %s AND origin = 'derived' AND kind <> 'summary'
              AND invalidated_reason IS NULL AND superseded_by_id IS NULL
-           ORDER BY created_at DESC, id DESC LIMIT %s""", (bank_id, limit)).fetchall()
+             AND (audience = 'bank' OR audience = %s)
+             AND (%s::text[] IS NULL OR purposes @> %s::text[])
+           ORDER BY created_at DESC, id DESC LIMIT %s""",
+        (bank_id, audience, purposes, purposes, limit)).fetchall()
 
 
 def insert_derived(conn: Connection, *, bank_id: str, document_id, chunk_id, chunk_hash: str,
@@ -53,20 +62,24 @@ def insert_derived(conn: Connection, *, bank_id: str, document_id, chunk_id, chu
                    layer: int, mentioned_at: datetime | None, occurred_start: datetime | None,
                    occurred_end: datetime | None, extraction_version: str,
                    entity_names: list[str], metadata: dict | None = None,
-                   tags: list[str] | None = None) -> tuple[str, bool]:
+                   tags: list[str] | None = None, audience: str = "bank",
+                   purposes: list[str] | None = None) -> tuple[str, bool]:
     """Insert a derived unit (``origin='derived'``) keyed on (bank, document, ``chunk_hash``);
-    ``(id, created)``. An existing row is kept as it is (``created`` False) except that a
-    unit invalidated only because its document was re-applied is revived."""
+    ``(id, created)``. ``audience``/``purposes``: the intersection of its sources' (the
+    caller computes it; None purposes: the column default, every purpose). An existing row
+    is kept as it is (``created`` False) except that a unit invalidated only because its
+    document was re-applied is revived."""
     row = conn.execute(
         """INSERT INTO memory_units (bank_id, document_id, chunk_id, chunk_hash, job_id, kind,
                text, context, room, hall, layer, origin, mentioned_at, occurred_start,
-               occurred_end, extraction_version, entity_names, metadata, tags)
+               occurred_end, extraction_version, entity_names, metadata, tags, audience,
+               purposes)
            VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 'derived', %s, %s, %s, %s, %s,
-                   %s, %s)
+                   %s, %s, %s, coalesce(%s::text[], ARRAY['assist','operate','audit','personal']))
            ON CONFLICT DO NOTHING RETURNING id""",
         (bank_id, document_id, chunk_id, chunk_hash, job_id, kind, text, context, room, hall,
          layer, mentioned_at, occurred_start, occurred_end, extraction_version, entity_names,
-         Jsonb(metadata or {}), tags or [])).fetchone()
+         Jsonb(metadata or {}), tags or [], audience, purposes)).fetchone()
     if row is not None:
         return str(row["id"]), True
     old = conn.execute(

@@ -188,13 +188,18 @@ def claim_lost(conn: Connection, grace_s: float, limit: int = 500,
 
 
 def list_page(conn: Connection, bank_id: str | None = None, state: str | None = None,
-              limit: int = 50, offset: int = 0) -> tuple[list[dict], int]:
+              limit: int = 50, offset: int = 0,
+              bank_ids: list[str] | None = None) -> tuple[list[dict], int]:
     """One page of jobs, newest first (ties broken by id, so pages never overlap), optionally
-    for one bank and/or in one state; ``(rows, total matching)``."""
+    for one bank and/or in one state; ``bank_ids``: only jobs of these banks (the caller's;
+    ``None`` = all); ``(rows, total matching)``."""
     where, params = [], []
     if bank_id:
         where.append("bank_id = %s")
         params.append(bank_id)
+    if bank_ids is not None:
+        where.append("bank_id = ANY(%s)")
+        params.append(list(bank_ids))
     if state:
         where.append("state = %s")
         params.append(state)

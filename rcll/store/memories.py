@@ -31,7 +31,8 @@ def _iso(v):
     return v.isoformat() if v is not None else None
 
 
-def get(conn: Connection, bank_id: str, unit_id: str) -> dict:
+def get(conn: Connection, bank_id: str, unit_id: str, *, member_id: str | None = None,
+        all_audiences: bool = True) -> dict:
     """The unit ``unit_id`` of ``bank_id`` as the API shows it.
 
     Shape: the fields recall renders (id, text, kind, room, hall, layer, context,
@@ -41,8 +42,11 @@ def get(conn: Connection, bank_id: str, unit_id: str) -> dict:
     "unit_id", "text", "live"}``: the other unit, the first :data:`SHORT_TEXT` characters
     of its text, and whether it is live — links are never edited, so they outlive a merge or
     a replaced document), ``entities`` (``{"id", "name", "mention"}``) and ``sources`` (the units it is
-    ``derived_from``: id, text, kind, document_id). A superseded or invalidated unit is
-    still returned (history is readable). Raises :class:`UnitNotFound` (also when the unit
+    ``derived_from``: id, text, kind, document_id), ``audience``, ``purposes`` and
+    ``forgotten_at`` (the tombstone of ``forget``; ``forgotten`` true). A superseded or
+    invalidated unit is still returned (history is readable). With ``all_audiences`` false,
+    links and sources to units whose audience is another member than ``member_id`` are left
+    out (the unit itself is checked by the caller). Raises :class:`UnitNotFound` (also when the unit
     belongs to another bank) and ``InvalidInput`` for a malformed id.
     """
     uid = parse_unit_id(unit_id)
@@ -50,32 +54,37 @@ def get(conn: Connection, bank_id: str, unit_id: str) -> dict:
         """SELECT u.id, u.text, u.kind, u.room, u.hall, u.layer, u.context, u.occurred_start,
                   u.occurred_end, u.mentioned_at, u.created_at, u.metadata, u.tags, u.chunk_id,
                   u.token_count, d.document_id AS document_id, u.origin, u.confidence,
-                  u.revision, u.superseded_by_id, u.invalidated_reason, u.extraction_version
+                  u.revision, u.superseded_by_id, u.invalidated_reason, u.extraction_version,
+                  u.audience, u.purposes, u.forgotten_at
            FROM memory_units u LEFT JOIN documents d ON d.id = u.document_id
            WHERE u.id = %s AND u.bank_id = %s""", (uid, bank_id)).fetchone()
     if u is None:
         raise UnitNotFound(f"unit {uid} does not exist in bank {bank_id!r}",
                            {"unit_id": uid, "bank_id": bank_id})
+    seen = "TRUE" if all_audiences else "(o.audience = 'bank' OR o.audience = %(m)s)"
     links = conn.execute(
-        """SELECT 'out' AS direction, l.type, l.weight, l.to_unit AS other,
+        f"""SELECT 'out' AS direction, l.type, l.weight, l.to_unit AS other,
                   left(o.text, %(n)s) AS text,
                   (o.superseded_by_id IS NULL AND o.invalidated_reason IS NULL) AS live
-           FROM memory_links l JOIN memory_units o ON o.id = l.to_unit WHERE l.from_unit = %(u)s
+           FROM memory_links l JOIN memory_units o ON o.id = l.to_unit
+           WHERE l.from_unit = %(u)s AND {seen}
            UNION ALL
            SELECT 'in', l.type, l.weight, l.from_unit, left(o.text, %(n)s),
                   (o.superseded_by_id IS NULL AND o.invalidated_reason IS NULL)
-           FROM memory_links l JOIN memory_units o ON o.id = l.from_unit WHERE l.to_unit = %(u)s
-           ORDER BY 1 DESC, 2, 3 DESC, 4""", {"u": uid, "n": SHORT_TEXT}).fetchall()
+           FROM memory_links l JOIN memory_units o ON o.id = l.from_unit
+           WHERE l.to_unit = %(u)s AND {seen}
+           ORDER BY 1 DESC, 2, 3 DESC, 4""",
+        {"u": uid, "n": SHORT_TEXT, "m": member_id or ""}).fetchall()
     entities = conn.execute(
         """SELECT e.id, e.name, ue.mention FROM unit_entities ue
            JOIN entities e ON e.id = ue.entity_id WHERE ue.unit_id = %s
            ORDER BY e.name, e.id""", (uid,)).fetchall()
     sources = conn.execute(
-        """SELECT s.id, s.text, s.kind, d.document_id FROM memory_links l
-           JOIN memory_units s ON s.id = l.to_unit
-           LEFT JOIN documents d ON d.id = s.document_id
-           WHERE l.from_unit = %s AND l.type = 'derived_from' ORDER BY s.created_at, s.id""",
-        (uid,)).fetchall()
+        f"""SELECT o.id, o.text, o.kind, d.document_id FROM memory_links l
+           JOIN memory_units o ON o.id = l.to_unit
+           LEFT JOIN documents d ON d.id = o.document_id
+           WHERE l.from_unit = %(u)s AND l.type = 'derived_from' AND {seen}
+           ORDER BY o.created_at, o.id""", {"u": uid, "m": member_id or ""}).fetchall()
     return {
         "id": str(u["id"]), "text": u["text"], "kind": u["kind"], "room": u["room"],
         "hall": u["hall"], "layer": u["layer"], "context": u["context"],
@@ -87,6 +96,8 @@ def get(conn: Connection, bank_id: str, unit_id: str) -> dict:
         "superseded_by_id": str(u["superseded_by_id"]) if u["superseded_by_id"] else None,
         "invalidated_reason": u["invalidated_reason"],
         "extraction_version": u["extraction_version"],
+        "audience": u["audience"], "purposes": list(u["purposes"]),
+        "forgotten": u["forgotten_at"] is not None, "forgotten_at": _iso(u["forgotten_at"]),
         "links": [{"direction": r["direction"], "type": r["type"],
                    "weight": round(float(r["weight"]), 6), "unit_id": str(r["other"]),
                    "text": r["text"], "live": r["live"]} for r in links],

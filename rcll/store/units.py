@@ -32,6 +32,8 @@ class UnitDraft:
     tags: list[str] = field(default_factory=list)
     kind: str = "chunk"
     token_count: int | None = None
+    audience: str = "bank"
+    purposes: tuple[str, ...] = ("assist", "operate", "audit", "personal")
 
 
 @dataclass(frozen=True)
@@ -76,8 +78,9 @@ def apply_version(conn: Connection, bank_id: str, job_id: str, version: Document
     version key than the stored one is ``superseded`` and writes nothing; an equal key (a
     redelivered job) re-applies without a new revision; a newer key bumps ``revision``.
     Applying stores missing chunks and units, revives invalidated units whose chunk is in
-    this version, refreshes metadata, tags, context, times and ``document_revision`` on all
-    of them, and invalidates (``document_replaced``, history kept) every other live unit of
+    this version, refreshes metadata, tags, context, times, ``document_revision``,
+    ``audience`` and ``purposes`` on all of them (and audience and purposes on the live
+    facts derived from them), and invalidates (``document_replaced``, history kept) every other live unit of
     the document.
     """
     doc = conn.execute(
@@ -110,15 +113,17 @@ def apply_version(conn: Connection, bank_id: str, job_id: str, version: Document
         )
     created = 0
     scope_before = {} if doc["inserted"] else {
-        r["chunk_hash"]: (str(r["id"]), r["room"], r["hall"], r["layer"])
+        r["chunk_hash"]: (str(r["id"]), r["room"], r["hall"], r["layer"], r["audience"],
+                          tuple(r["purposes"]))
         for r in conn.execute(
-            """SELECT id, chunk_hash, room, hall, layer FROM memory_units
+            """SELECT id, chunk_hash, room, hall, layer, audience, purposes FROM memory_units
                WHERE document_id = %s AND invalidated_reason IS NULL
                  AND superseded_by_id IS NULL""", (doc_uuid,)).fetchall()}
     left: list[str] = []
     for d in drafts:
         before = scope_before.get(d.chunk_hash)
-        if before is not None and before[1:] != (d.room, d.hall, d.layer):
+        if before is not None and before[1:] != (d.room, d.hall, d.layer, d.audience,
+                                                 tuple(d.purposes)):
             left.append(before[0])
         chunk = conn.execute(
             """INSERT INTO chunks (document_id, index, text, content_hash) VALUES (%s, %s, %s, %s)
@@ -129,20 +134,22 @@ def apply_version(conn: Connection, bank_id: str, job_id: str, version: Document
         row = conn.execute(
             """INSERT INTO memory_units (bank_id, document_id, chunk_id, chunk_hash, job_id, kind,
                    text, context, room, hall, layer, mentioned_at, metadata, tags, token_count,
-                   document_revision)
-               VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+                   document_revision, audience, purposes)
+               VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
                ON CONFLICT (bank_id, document_id, chunk_hash) DO UPDATE
                  SET invalidated_reason = NULL, context = EXCLUDED.context,
                      room = EXCLUDED.room, hall = EXCLUDED.hall, layer = EXCLUDED.layer,
+                     audience = EXCLUDED.audience, purposes = EXCLUDED.purposes,
                      mentioned_at = EXCLUDED.mentioned_at, metadata = EXCLUDED.metadata,
                      tags = EXCLUDED.tags, document_revision = EXCLUDED.document_revision,
                      chunk_id = EXCLUDED.chunk_id
+                 WHERE memory_units.forgotten_at IS NULL
                RETURNING (xmax = 0) AS inserted""",
             (bank_id, doc_uuid, chunk["id"], d.chunk_hash, job_id, d.kind, d.text, d.context,
              d.room, d.hall, d.layer, d.mentioned_at, Jsonb(d.metadata), d.tags, d.token_count,
-             revision),
+             revision, d.audience, list(d.purposes)),
         ).fetchone()
-        created += bool(row["inserted"])
+        created += bool(row and row["inserted"])  # None: a forgotten unit stays a tombstone
     if not doc["inserted"]:  # a new document has no other units
         # derived units (facts) stay live while the chunk they derive from is in this version
         hashes = [d.chunk_hash for d in drafts]
@@ -157,6 +164,15 @@ def apply_version(conn: Connection, bank_id: str, job_id: str, version: Document
                RETURNING mu.id""",
             (doc_uuid, hashes, hashes),
         ).fetchall()]
+        if drafts:  # the facts kept live follow the item's audience and purposes
+            left += [str(r["id"]) for r in conn.execute(
+                """UPDATE memory_units mu SET audience = %s, purposes = %s
+                   WHERE mu.document_id = %s AND mu.origin = 'derived'
+                     AND mu.invalidated_reason IS NULL
+                     AND (mu.audience <> %s OR mu.purposes <> %s)
+                   RETURNING mu.id""",
+                (drafts[0].audience, list(drafts[0].purposes), doc_uuid, drafts[0].audience,
+                 list(drafts[0].purposes))).fetchall()]
     return VersionResult(created, len(drafts) - created, False, revision, tuple(left))
 
 

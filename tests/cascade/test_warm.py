@@ -54,7 +54,7 @@ def _lookup(services, bank: str, query: str, *, threshold: float = 0.0, limit: i
     rq = RecallQuery(query=query, **{k: kw.pop(k) for k in list(kw)
                                      if k in ("room", "hall", "max_layer", "include_archive",
                                               "include_superseded")})
-    scope = CallerScope.for_query(bank, rq)
+    scope = CallerScope.for_query(bank, rq, None)
     pq = prepare(services.recall_context(), rq, True)
     with services.pool.connection() as conn, conn.transaction():
         conn.execute("SET TRANSACTION READ ONLY")

@@ -4,6 +4,7 @@ from rcll.search.lexical import lexical_candidates
 from rcll.search.models import RecallQuery
 from rcll.search.recall import recall
 from rcll.search.recipes import RECIPES, Recipe, Step
+from rcll.search.scope import CallerScope
 
 TS = "2023-05-08T13:56:00Z"
 # One conversation: the answer turn ("Yes, ... last Tuesday") never says "parade".
@@ -42,8 +43,8 @@ def test_a_turn_is_found_by_its_neighbours_words(client, worker, services):
     ids = _ids(services, "ctx1")
     q = RecallQuery(query="parade")
     with services.pool.connection() as conn:
-        plain, _ = lexical_candidates(conn, q, "ctx1", limit=10, df_cutoff=0.15)
-        ctx, info = lexical_candidates(conn, q, "ctx1", limit=10, df_cutoff=0.15,
+        plain, _ = lexical_candidates(conn, _scope("ctx1", q), q.query, limit=10, df_cutoff=0.15)
+        ctx, info = lexical_candidates(conn, _scope("ctx1", q), q.query, limit=10, df_cutoff=0.15,
                                        context_weight=0.5)
     assert [c.unit_id for c in plain] == [ids["t0"]]  # only the turn that says it
     ranked = [c.unit_id for c in ctx]
@@ -61,10 +62,10 @@ def test_neighbours_outside_the_scope_lend_no_words(client, worker, services):
     _retain(client, "ctx2", items)
     ids = _ids(services, "ctx2")
     with services.pool.connection() as conn:
-        scoped, _ = lexical_candidates(conn, RecallQuery(query="parade", room="general"),
-                                       "ctx2", limit=10, df_cutoff=0.15, context_weight=0.5)
-        anywhere, _ = lexical_candidates(conn, RecallQuery(query="parade"), "ctx2", limit=10,
-                                         df_cutoff=0.15, context_weight=0.5)
+        scoped, _ = lexical_candidates(conn, _scope("ctx2", RecallQuery(query="parade", room="general")),
+                                       "parade", limit=10, df_cutoff=0.15, context_weight=0.5)
+        anywhere, _ = lexical_candidates(conn, _scope("ctx2", RecallQuery(query="parade")),
+                                         "parade", limit=10, df_cutoff=0.15, context_weight=0.5)
     assert scoped == []  # the only unit with the word is out of scope: nothing borrows it
     assert ids["t1"] in [c.unit_id for c in anywhere]
 
@@ -147,3 +148,7 @@ def test_neighbour_context_applies_only_in_banks_of_short_units(client, worker, 
         avgdl = conn.execute("SELECT avg(tsv_len) AS a FROM memory_units WHERE bank_id = 'ctx6'"
                              ).fetchone()["a"]
     assert avgdl > RECIPES["full"].params["lexical"]["context_max_avgdl"]
+
+
+def _scope(bank, q):
+    return CallerScope.for_query(bank, q, None)

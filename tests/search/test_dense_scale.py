@@ -13,7 +13,7 @@ from psycopg.rows import dict_row
 
 from rcll.models.embedder import input_stamp
 from rcll.search.dense import dense_candidates
-from rcll.search.models import RecallQuery
+from rcll.search.scope import CallerScope
 from rcll.store import embeddings, vector_index
 
 MODEL = "all-MiniLM-L6-v2"
@@ -50,7 +50,7 @@ def conn(settings):
 
 def _dense(conn, bank, qvec, limit=300):
     with conn.transaction():
-        return dense_candidates(conn, RecallQuery(query="x"), bank, qvec, model=MODEL,
+        return dense_candidates(conn, CallerScope(bank), qvec, model=MODEL,
                                 limit=limit, floor=-1.0)
 
 
@@ -112,7 +112,7 @@ def test_small_bank_dense_is_exact_and_uses_no_hnsw_index(settings, conn):
     default_par = conn.execute("SHOW max_parallel_workers_per_gather").fetchone()[
         "max_parallel_workers_per_gather"]
     with conn.transaction():  # the lexical channel and hydration share recall's transaction
-        dense_candidates(conn, RecallQuery(query="x"), "scale-small", vecs[0], model=MODEL,
+        dense_candidates(conn, CallerScope("scale-small"), vecs[0], model=MODEL,
                          limit=50, floor=0.0)
         assert conn.execute("SHOW enable_sort").fetchone()["enable_sort"] == "on"
         assert conn.execute("SHOW max_parallel_workers_per_gather").fetchone()[

@@ -10,6 +10,7 @@ from alembic import command
 from rcll.dev import postgres
 from rcll.search.lexical import K1, B, lexical_candidates, query_terms
 from rcll.search.models import RecallQuery
+from rcll.search.scope import CallerScope
 from rcll.store import migrate
 
 DOCS = {
@@ -26,7 +27,7 @@ def test_bm25_matches_reference(client, services):
         "items": [{"content": t, "document_id": k} for k, t in DOCS.items()], "async": False})
     with services.pool.connection() as conn:
         q = RecallQuery(query="red fox", channels="lexical")
-        cands, info = lexical_candidates(conn, q, bank, limit=10, df_cutoff=0.15)
+        cands, info = lexical_candidates(conn, _scope(bank, q), q.query, limit=10, df_cutoff=0.15)
         vecs = {k: dict((r["lexeme"], len(r["positions"])) for r in conn.execute(
             "SELECT lexeme, positions FROM unnest(to_tsvector('english', %s))", (t,)).fetchall())
             for k, t in DOCS.items()}
@@ -63,7 +64,7 @@ def test_common_terms_dropped_from_three_terms_up(client, services):
     client.post(f"/v1/default/banks/{bank}/memories", json={"items": items, "async": False})
     with services.pool.connection() as conn:
         q = RecallQuery(query="Did Caroline adopt a puppy?", channels="lexical")
-        cands, info = lexical_candidates(conn, q, bank, limit=20, df_cutoff=0.15)
+        cands, info = lexical_candidates(conn, _scope(bank, q), q.query, limit=20, df_cutoff=0.15)
     assert "carolin" in info["dropped_terms"]
     assert len(cands) == 1  # only the puppy turn matches the kept terms
 
@@ -82,8 +83,8 @@ def test_length_counts_tokens_so_repetition_is_penalised(client, services):
             """SELECT d.document_id, u.tsv_len, length(u.tsv) AS lexemes
                FROM memory_units u JOIN documents d ON d.id = u.document_id
                WHERE u.bank_id = %s""", (bank,)).fetchall()}
-        cands, _ = lexical_candidates(conn, RecallQuery(query="kettle", channels="lexical"),
-                                      bank, limit=10, df_cutoff=0.15)
+        cands, _ = lexical_candidates(conn, _scope(bank, RecallQuery(query="kettle")), "kettle",
+                                      limit=10, df_cutoff=0.15)
         ids = {str(r["id"]): r["document_id"] for r in conn.execute(
             """SELECT u.id, d.document_id FROM memory_units u JOIN documents d ON d.id = u.document_id
                WHERE u.bank_id = %s""", (bank,)).fetchall()}
@@ -117,3 +118,7 @@ def test_migration_0015_recomputes_existing_lengths(settings):
     assert (before, after, restored) == (4, 7, 4)
     assert "INCLUDE (layer, room, hall, tsv_len)" in index
     assert stripped == 4  # a lexeme without positions counts once
+
+
+def _scope(bank, q):
+    return CallerScope.for_query(bank, q, None)

@@ -3,6 +3,7 @@
 from rcll.search import lexical
 from rcll.search.lexical import lexical_candidates
 from rcll.search.models import RecallQuery
+from rcll.search.scope import CallerScope
 
 NOTES = {
     "passport": "Reminder: renew my passport before the Lisbon trip.",
@@ -20,7 +21,7 @@ def test_small_bank_keeps_distinctive_terms_dentist(client, services):
         "items": [{"content": t, "document_id": k} for k, t in NOTES.items()], "async": False})
     with services.pool.connection() as conn:
         q = RecallQuery(query="reminder for the dentist appointment", channels="lexical")
-        cands, info = lexical_candidates(conn, q, bank, limit=10, df_cutoff=0.15)
+        cands, info = lexical_candidates(conn, _scope(bank, q), q.query, limit=10, df_cutoff=0.15)
         ids = {str(r["id"]): r["document_id"] for r in conn.execute(
             """SELECT u.id, d.document_id FROM memory_units u JOIN documents d ON d.id = u.document_id
                WHERE u.bank_id = %s""", (bank,)).fetchall()}
@@ -42,9 +43,13 @@ def test_large_bank_still_prunes_common_term(client, services):
         assert r.status_code == 200
     with services.pool.connection() as conn:
         q = RecallQuery(query="meeting about the Q3 budget", channels="lexical")
-        cands, info = lexical_candidates(conn, q, bank, limit=100, df_cutoff=0.15)
+        cands, info = lexical_candidates(conn, _scope(bank, q), q.query, limit=100, df_cutoff=0.15)
     assert info["n_units"] == 80
     assert info["dropped_terms"] == ["meet"]  # 40 / 80 ≥ 15 % and 40 ≥ lexical.MIN_COMMON_DF
     assert info["terms"] == ["q3", "budget"]
     assert len(cands) == 3
     assert lexical.MIN_COMMON_DF <= 0.15 * 80
+
+
+def _scope(bank, q):
+    return CallerScope.for_query(bank, q, None)

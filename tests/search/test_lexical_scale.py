@@ -13,6 +13,7 @@ import psycopg
 
 from rcll.search.lexical import lexical_candidates
 from rcll.search.models import RecallQuery
+from rcll.search.scope import CallerScope
 from tests.conftest import TEST_DB
 
 
@@ -43,8 +44,8 @@ def test_bm25_scoring_is_bounded_to_rarest_terms(client, services):
     client.post(f"/v1/default/banks/{bank}/memories", json={"items": items, "async": False})
     q = RecallQuery(query="apple cherry", channels="lexical")
     with services.pool.connection() as conn:
-        exact, exact_info = lexical_candidates(conn, q, bank, limit=50, df_cutoff=0.15)
-        bounded, info = lexical_candidates(conn, q, bank, limit=50, df_cutoff=0.15,
+        exact, exact_info = lexical_candidates(conn, _scope(bank, q), q.query, limit=50, df_cutoff=0.15)
+        bounded, info = lexical_candidates(conn, _scope(bank, q), q.query, limit=50, df_cutoff=0.15,
                                            score_budget=5)
     assert exact_info["exact"] is True and exact_info["scored_terms"] == ["appl", "cherri"]
     assert len(exact) == 21
@@ -65,9 +66,9 @@ def test_big_bank_statistics_come_from_a_sample(client, services):
                     json={"items": items[lo:lo + 50], "async": False})
     q = RecallQuery(query="backup quota exceeded", channels="lexical")
     with services.pool.connection() as conn:
-        exact, exact_info = lexical_candidates(conn, q, bank, limit=5, df_cutoff=0.15)
+        exact, exact_info = lexical_candidates(conn, _scope(bank, q), q.query, limit=5, df_cutoff=0.15)
         # treat 200 units as a big bank: statistics from a sample of 100 units
-        est, info = lexical_candidates(conn, q, bank, limit=5, df_cutoff=0.15,
+        est, info = lexical_candidates(conn, _scope(bank, q), q.query, limit=5, df_cutoff=0.15,
                                        exact_stats_max=50, stats_sample=100)
         doc77 = conn.execute(
             """SELECT u.id FROM memory_units u JOIN documents d ON d.id = u.document_id
@@ -106,3 +107,7 @@ def test_new_units_skip_the_gin_pending_list(client, services, settings):
         conn.execute("DELETE FROM memory_banks WHERE id = %s", (other,))
         conn.commit()
     assert pending == (0, 0)
+
+
+def _scope(bank, q):
+    return CallerScope.for_query(bank, q, None)

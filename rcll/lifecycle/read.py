@@ -1,0 +1,40 @@
+"""``read``: one unit by id, with its links, entities and sources (spec §7, §8)."""
+
+from __future__ import annotations
+
+from rcll.access.principal import Principal
+from rcll.errors import Rejected
+from rcll.lifecycle import rules
+from rcll.lifecycle.context import LifecycleContext
+from rcll.store import banks, memories
+
+
+def read(ctx: LifecycleContext, principal: Principal, bank_id: str, unit_id: str,
+         purpose: str | None = None) -> dict:
+    """The unit JSON (:func:`rcll.store.memories.get`: fields, ``revision``, ``audience``,
+    ``purposes``, ``origin``, ``forgotten``/``forgotten_at``, ``links``, ``entities``,
+    ``sources``), links and sources limited to units the caller sees. A forgotten unit is
+    returned as its tombstone (empty text, ``forgotten`` true).
+
+    ``purpose`` (optional): read for that purpose — it must be granted to the caller on the
+    bank (403 ``purpose_not_granted``) and the unit must carry it (else 404).
+    Raises 403 ``forbidden`` (no read role), 400 ``invalid_unit_id``, 404 ``bank_not_found``,
+    404 ``unit_not_found`` (missing, in another bank, or invisible to the caller: one answer).
+    Runs in a READ ONLY transaction on the read pool; writes nothing.
+    """
+    principal.require(bank_id, "read")
+    uid = rules.unit_id(unit_id)
+    if purpose is not None and purpose not in principal.purposes(bank_id):
+        raise Rejected(403, "purpose_not_granted",
+                       f"purpose {purpose!r} is not granted to this key on bank {bank_id!r}",
+                       {"purpose": purpose, "granted": list(principal.purposes(bank_id))})
+    with ctx.read_pool.connection() as conn, conn.transaction():
+        conn.execute("SET TRANSACTION READ ONLY")
+        banks.get(conn, bank_id)
+        row = conn.execute("SELECT audience, purposes FROM memory_units WHERE id = %s "
+                           "AND bank_id = %s", (uid, bank_id)).fetchone()
+        rules.visible_row(principal, bank_id, uid, row)
+        if purpose is not None and purpose not in row["purposes"]:
+            raise rules.not_found(bank_id, uid)
+        return memories.get(conn, bank_id, uid, member_id=principal.member_id,
+                            all_audiences=principal.all_audiences)
