@@ -320,6 +320,7 @@ from rcll.cli.units import unit as _unit_group  # noqa: E402  (the group imports
 
 cli.add_command(_unit_group)
 
+
 def _register_groups() -> None:
     from rcll.cli.tunnels import bridge, tunnels
 
