@@ -329,5 +329,15 @@ from rcll.cli.units import unit as _unit_group  # noqa: E402  (the group imports
 
 cli.add_command(_unit_group)
 
+
+def _register_groups() -> None:
+    from rcll.cli.tunnels import bridge, tunnels
+
+    cli.add_command(tunnels)
+    cli.add_command(bridge)
+
+
+_register_groups()
+
 if __name__ == "__main__":
     cli()
