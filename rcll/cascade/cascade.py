@@ -198,7 +198,8 @@ class Cascade:
             timings = {**res.timings_ms, **timings}
         timings["total"] = _ms(t0)
         return replace(res, results=results, tiers=tried, tier_reason=p.reason,
-                       tokens_used=used, counts={**res.counts, **counts_extra},
+                       tokens_used=used,
+                       counts={**res.counts, **counts_extra, "returned": len(results)},
                        degraded=degraded + res.degraded,
                        timings_ms=timings if q.trace else None)
 
