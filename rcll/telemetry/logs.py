@@ -104,6 +104,7 @@ def configure(fmt: str = "text", level: int | str = logging.INFO, stream=None) -
     handler.addFilter(JobContextFilter())
     root.addHandler(handler)
     root.setLevel(level)
+    logging.captureWarnings(True)  # warnings become log lines in the same format
     return handler
 
 
