@@ -11,9 +11,9 @@ from pathlib import Path
 
 import promql_parser
 import pytest
+from prometheus_client import REGISTRY
 
 import rcll.telemetry.metrics  # noqa: F401  (registers every family)
-from prometheus_client import REGISTRY
 
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD = ROOT / "deploy" / "grafana" / "rcll.json"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 
 import httpx
+
 from tests.conftest import wait_job
 from tests.ops.promtext import families, value
 from workers.queues import QueueNames
