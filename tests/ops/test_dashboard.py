@@ -11,9 +11,9 @@ from pathlib import Path
 
 import promql_parser
 import pytest
-from prometheus_client import REGISTRY
+from prometheus_client import Counter, Histogram
 
-import rcll.telemetry.metrics  # noqa: F401  (registers every family)
+from rcll.telemetry import metrics
 
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD = ROOT / "deploy" / "grafana" / "rcll.json"
@@ -26,11 +26,11 @@ SUFFIXES = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count")}
 def exported() -> dict[str, set[str]]:
     """Every sample name RCLL exports -> the labels it carries (``le`` on buckets)."""
     out = dict(SCRAPED)
-    for collector in list(REGISTRY._collector_to_names):  # the defined families
-        for fam in collector.describe() if hasattr(collector, "describe") else []:
-            if not fam.name.startswith("rcll_"):
-                continue
-            labels = set(getattr(collector, "_labelnames", ()))
+    for metric in vars(metrics).values():  # the defined families
+        if not isinstance(metric, Counter | Histogram):
+            continue
+        for fam in metric.describe():
+            labels = set(metric._labelnames)
             for suffix in SUFFIXES.get(fam.type, ("",)):
                 out[fam.name + suffix] = labels | ({"le"} if suffix == "_bucket" else set())
     return out
