@@ -163,6 +163,15 @@ class Services:
         return build_cascade(self)
 
     @cached_property
+    def tunnels(self):
+        """Tunnels between banks (:class:`rcll.hierarchy.tunnels.TunnelService`); the bridge
+        searches through the cascade with the deployment's recipe."""
+        from rcll.hierarchy.tunnels import TunnelService
+
+        return TunnelService(self.pool, self.read_pool, recall=self.cascade.recall,
+                             recipe=self.settings.recall_recipe)
+
+    @cached_property
     def lifecycle(self):
         """The lifecycle verbs (:class:`rcll.lifecycle.service.Lifecycle`: read, remember,
         derive, correct, supersede, forget) over this process's pools."""

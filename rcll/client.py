@@ -257,6 +257,7 @@ class RCLLClient:
         trace: bool = False,
         tiers: list[str] | None = None,
         context_tokens_left: int | None = None,
+        follow_tunnels: bool | None = None,
     ) -> dict:
         """Recall the units of a bank relevant to ``query``, ranked and cut to ``max_tokens``.
 
@@ -268,7 +269,9 @@ class RCLLClient:
         "recipe", "mode", "dense_available", "channels", "counts", "tokens_used", "timings_ms"
         (only with ``trace``), "tiers", "tier_reason"}``. ``tiers`` restricts the cascade
         (``["cold"]``: the full pipeline only); ``context_tokens_left`` applies the
-        token-budget policy (README "Recall cascade").
+        token-budget policy (README "Recall cascade"). ``follow_tunnels=False`` leaves
+        out the units tunnels bring from other banks (each such result carries ``bank_id``
+        and ``tunnel``: ``{"id", "relationship", "from_unit_id", "bank_id"}``).
         """
         body: dict[str, Any] = {
             "query": query,
@@ -283,6 +286,7 @@ class RCLLClient:
             "trace": trace,
             "tiers": tiers,
             "context_tokens_left": context_tokens_left,
+            "follow_tunnels": follow_tunnels,
         }
         body = {k: v for k, v in body.items() if v is not None}
         return self._request("POST", f"{self._bank(bank_id)}/memories/recall", json=body).json()
@@ -307,3 +311,47 @@ class RCLLClient:
         params: dict[str, Any] = {"bank_id": bank_id, "state": state, "limit": limit}
         params = {k: v for k, v in params.items() if v is not None}
         return self._request("GET", "/jobs", params=params).json().get("jobs", [])
+
+    # -- tunnels (spec §6) --------------------------------------------------------------
+    def create_tunnel(self, source_unit_id: str, target_unit_id: str, *,
+                      relationship: str = "related", bidirectional: bool = True) -> dict:
+        """Tunnel between two units of different banks. POST ``/tunnels`` → the tunnel
+        ``{"id", "source_unit_id", "target_unit_id", "source_bank_id", "target_bank_id",
+        "relationship", "bidirectional", "created_by", "created_at"}`` (201 new, 200 when an
+        equal one existed). Errors: 400 ``same_bank``, 403, 404 ``unit_not_found``, 409
+        ``tunnel_exists``."""
+        body = {"source_unit_id": source_unit_id, "target_unit_id": target_unit_id,
+                "relationship": relationship, "bidirectional": bidirectional}
+        return self._request("POST", "/tunnels", json=body).json()
+
+    def tunnels(self, bank_id: str, limit: int = 50, offset: int = 0) -> dict:
+        """Tunnels touching a bank that the caller may see. GET ``/tunnels?bank_id=`` →
+        ``{"tunnels": [tunnel + "source_text", "target_text"], "limit", "offset", "total"}``."""
+        params = {"bank_id": bank_id, "limit": limit, "offset": offset}
+        return self._request("GET", "/tunnels", params=params).json()
+
+    def tunnel(self, tunnel_id: str) -> dict:
+        """One tunnel. GET ``/tunnels/{id}``; 404 ``tunnel_not_found``."""
+        return self._request("GET", f"/tunnels/{_seg(tunnel_id)}").json()
+
+    def delete_tunnel(self, tunnel_id: str) -> dict:
+        """Delete a tunnel. DELETE ``/tunnels/{id}`` → ``{"deleted": tunnel}``."""
+        return self._request("DELETE", f"/tunnels/{_seg(tunnel_id)}").json()
+
+    def bridge(self, *, source_unit_id: str | None = None, target_unit_id: str | None = None,
+               source: tuple[str, str] | None = None, target: tuple[str, str] | None = None,
+               relationship: str = "related", bidirectional: bool = True,
+               purpose: str | None = None) -> dict:
+        """Create a tunnel from two unit ids, or from a query in each bank (``source`` and
+        ``target`` as ``(bank_id, query)``: the top hit of each becomes an end). POST
+        ``/bridge`` → ``{"tunnel", "created", "matched"}``; 404 ``no_match`` (details name
+        the side)."""
+        body: dict[str, Any] = {"relationship": relationship, "bidirectional": bidirectional}
+        if source is not None or target is not None:
+            body["source"] = {"bank_id": source[0], "query": source[1]} if source else None
+            body["target"] = {"bank_id": target[0], "query": target[1]} if target else None
+        else:
+            body.update(source_unit_id=source_unit_id, target_unit_id=target_unit_id)
+        if purpose is not None:
+            body["purpose"] = purpose
+        return self._request("POST", "/bridge", json=body).json()

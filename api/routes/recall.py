@@ -53,7 +53,7 @@ def recall_get(bank_id: str):
                 raise APIError(400, "invalid_request", f"{key} must be an integer",
                                {"field": key, "value": raw[:64]})
             params[key] = int(raw)
-    for key in ("trace", "include_archive", "include_superseded"):
+    for key in ("trace", "include_archive", "include_superseded", "follow_tunnels"):
         if key in params:
             raw = params[key].lower()
             if raw not in _BOOLEANS:

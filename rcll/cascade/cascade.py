@@ -33,16 +33,18 @@ from rcll.config import Settings
 from rcll.errors import BankNotFound
 from rcll.search.budget import cut_to_budget
 from rcll.search.models import RecallQuery, RecallResult
-from rcll.search.recall import RecallContext, _render, prepare, recall
+from rcll.search.recall import RecallContext, _entities, _render, prepare, recall
 from rcll.search.recipes import POST, RECIPES
 from rcll.search.scope import CallerScope
 from rcll.search.state import UNIT_COLUMNS, RecallState
 from rcll.search.steps import run_steps
+from rcll.search.tunnels import SCORE_FACTOR, TOP_SOURCES, TunnelHit, follow
 from rcll.telemetry import metrics
 
 log = logging.getLogger(__name__)
 
 COMPACT_FIELDS = ("id", "text", "kind", "layer", "tokens")
+LOOKAHEAD_SLACK = 5  # ranked units beyond the top sources whose tunnels are read too
 
 
 @dataclass(frozen=True)
@@ -109,14 +111,21 @@ class Cascade:
         (every audience; purpose only if ``q.purpose`` names one). Raises
         :class:`BankNotFound`, :class:`~rcll.errors.Forbidden` (no read on the bank),
         :class:`~rcll.errors.Rejected` (400 ``unknown_purpose``, 403 ``purpose_not_granted``).
-        The result's ``tiers`` lists the tiers tried, the answering
-        one last; ``tier_reason`` says why; ``timings_ms`` (with ``trace``, ms) holds
-        ``tier_hot`` and ``tier_warm`` (the lookups), ``tier_hot_verify`` /
-        ``tier_warm_verify`` (hydrating the hits through the caller scope in PostgreSQL, when
-        they were enough to answer), ``tier_cold`` (the whole pipeline) and ``total``."""
+
+        Whichever tier answers, tunnels are then followed from its top results (unless
+        ``q.follow_tunnels`` is false; :meth:`_merge_tunnels`): the tunnelled units are
+        read from PostgreSQL for this caller on every request, in the answering tier's
+        transaction, never cached in tier 1.
+
+        The result's ``tiers`` lists the tiers tried, the answering one last;
+        ``tier_reason`` says why; ``timings_ms`` (with ``trace``, ms) holds ``tier_hot`` and
+        ``tier_warm`` (the lookups), ``tier_hot_verify`` / ``tier_warm_verify`` (hydrating
+        the hits through the caller scope in PostgreSQL, when they were enough to answer),
+        ``tier_cold`` (the whole pipeline), ``tunnels`` and ``total``."""
         t0 = time.perf_counter()
         scope = self.ctx.scope(bank_id, q, principal)
         p = plan(q)
+        principal = principal or Principal.unrestricted()  # tunnels: whose banks
         timings: dict[str, float] = {}
         degraded: list[str] = []
         tried: list[str] = []
@@ -151,8 +160,10 @@ class Cascade:
                     incomplete = True
                 continue  # not enough to answer: no need to ask PostgreSQL about them
             t = time.perf_counter()
+            found = _TunnelLookup(scope, principal, p) if q.follow_tunnels else None
             answer, stale, post_counts = self._answer(bank_id, scope, pq,
-                                                      hits if tier != last else None, pooled, p)
+                                                      hits if tier != last else None, pooled, p,
+                                                      found)
             timings[f"tier_{tier}_verify"] = _ms(t)
             if stale and tier == "hot":
                 # a cached unit PostgreSQL no longer serves (an invalidation Redis missed):
@@ -163,7 +174,9 @@ class Cascade:
             if len(answer) >= self.settings.min_hits or tier == last:
                 results, used = cut_to_budget(answer, p.max_tokens, p.limit, self.ctx.tokens)
                 promote = [r["id"] for r in results] if tier == "warm" else []
-                self._after(bank_id, results, pq, promote)
+                self._after(bank_id, results, pq, promote)  # the bank's own units only
+                results, used = self._merge_tunnels(found, p, results, used, post_counts,
+                                                    degraded, timings)
                 return self._result(results, p, tried, degraded, timings, t0, q, used=used,
                                     hits={tier: len(hits)}, extra=post_counts)
         counts_extra = {"hot_incomplete_reask": 1} if incomplete else {}
@@ -172,21 +185,66 @@ class Cascade:
 
         t = time.perf_counter()
         cold_q = q.model_copy(update={"limit": p.limit, "max_tokens": p.max_tokens})
-        res = recall(self.ctx, bank_id, cold_q, embedded=pq, scope=scope)
+        found = _TunnelLookup(scope, principal, p) if q.follow_tunnels else None
+        res = recall(self.ctx, bank_id, cold_q, embedded=pq, scope=scope, in_transaction=found)
         timings["tier_cold"] = _ms(t)
         tried.append("cold")
         top = [r["id"] for r in res.results[: self.settings.promote_top]]
         if p.cache:  # cues and promotions only from answers any re-ask may reuse
             self._after(bank_id, res.results, pq, top, query=q.query)
+        results = [_compact(r) for r in res.results] if p.compact else res.results
+        results, used = self._merge_tunnels(found, p, results, res.tokens_used, counts_extra,
+                                            degraded, timings)
         if res.timings_ms is not None:
             timings = {**res.timings_ms, **timings}
         timings["total"] = _ms(t0)
-        metrics.observe_recall(timings, tried, res.tokens_used, len(res.results))
-        results = [_compact(r) for r in res.results] if p.compact else res.results
+        metrics.observe_recall(timings, tried, used, len(results))
         return replace(res, results=results, tiers=tried, tier_reason=p.reason,
-                       counts={**res.counts, **counts_extra},
+                       tokens_used=used, counts={**res.counts, **counts_extra},
                        degraded=degraded + res.degraded,
                        timings_ms=timings if q.trace else None)
+
+    # -- tunnels -----------------------------------------------------------------------------
+    def _merge_tunnels(self, found: _TunnelLookup | None, p: Plan, results: list[dict],
+                       used: int, counts: dict, degraded: list[str],
+                       timings: dict) -> tuple[list[dict], int]:
+        """Insert, just below each of the top :data:`~rcll.search.tunnels.TOP_SOURCES`
+        results, the units its tunnels reach that this caller may see (``found``, read in
+        the answering tier's transaction), each unit once, then cut again to the plan's
+        ``limit`` and token budget (a tunnelled unit may push the lowest-ranked own units
+        out). Each carries ``bank_id`` and ``tunnel`` ``{id, relationship, from_unit_id,
+        bank_id}``; ``counts.tunnels_followed`` is how many were kept, ``timings_ms.tunnels``
+        the lookup. A failed lookup is named in ``degraded`` (``tunnels: <error>``) and
+        changes nothing. Returns ``(results, tokens_used)``."""
+        if found is None or not found.ran:
+            return results, used
+        timings["tunnels"] = found.ms
+        if found.error:
+            degraded.append(f"tunnels: {found.error}")
+            return results, used
+        under: dict[str, list[TunnelHit]] = {}
+        for h in found.hits:
+            under.setdefault(h.from_unit_id, []).append(h)
+        merged: list[dict] = []
+        seen: set[str] = set()
+        for i, r in enumerate(results):
+            merged.append(r)
+            for h in under.get(r["id"], []) if i < TOP_SOURCES else []:
+                if h.unit_id in seen:
+                    continue
+                seen.add(h.unit_id)
+                score = float(r.get("scores", {}).get("final") or 0.0) * SCORE_FACTOR
+                row = {**h.row, "entities": found.entities.get(h.unit_id, [])}
+                rendered = _render(row, h.unit_id, score, {}, {"tunnel": SCORE_FACTOR}, [], None)
+                if p.compact:
+                    rendered = _compact(rendered)
+                rendered["bank_id"] = h.bank_id
+                rendered["tunnel"] = h.tunnel_json()
+                merged.append(rendered)
+        if seen:
+            results, used = cut_to_budget(merged, p.max_tokens, p.limit, self.ctx.tokens)
+        counts["tunnels_followed"] = sum(1 for r in results if "tunnel" in r)
+        return results, used
 
     # -- tiers -------------------------------------------------------------------------------
     def _lookup(self, tier: str, scope: CallerScope, pq, p: Plan, degraded: list[str]):
@@ -222,7 +280,8 @@ class Cascade:
             return None
 
     def _answer(self, bank_id: str, scope: CallerScope, pq, hits, pooled: dict,
-                p: Plan) -> tuple[list[dict], list[str], dict]:
+                p: Plan, tunnels: _TunnelLookup | None = None
+                ) -> tuple[list[dict], list[str], dict]:
         """Hydrate ``hits`` (or, for the last tier, every hit pooled so far) through the
         caller scope, best similarity first, then run the post-processing every recipe runs
         (spec §5: Memory Worth filter, the bank's L0 units first, duplicates collapsed) and
@@ -255,6 +314,8 @@ class Cascade:
             state.ranked = [(uid, float(v[0])) for uid, v in hit_of.items()]
             run_steps(state, steps=POST)
             rows = state.hydrate([uid for uid, _ in state.ranked])
+            if tunnels is not None:  # in this transaction: no connection of its own
+                tunnels(conn, [uid for uid, _ in state.ranked if uid in rows])
         out = []
         for uid, score in state.ranked:
             if uid not in rows:
@@ -311,6 +372,35 @@ class Cascade:
                             reranked=False, tokens_used=used, counts=counts, degraded=degraded,
                             timings_ms=timings if q.trace else None, recipe=None,
                             tiers=tried, tier_reason=p.reason)
+
+
+class _TunnelLookup:
+    """Reads, inside the answering tier's read-only transaction (a savepoint, so a failure
+    sinks nothing), the units tunnels join the first ``min(limit, TOP_SOURCES) +
+    LOOKAHEAD_SLACK`` ranked ids to (:func:`rcll.search.tunnels.follow`; the budget cut
+    may skip a unit too long to fit, so the final top sources are among them) and their
+    entities. Never raises: an error is kept in ``error``."""
+
+    def __init__(self, scope: CallerScope, principal: Principal, p: Plan):
+        self.scope, self.principal, self.compact = scope, principal, p.compact
+        self.sources = min(p.limit, TOP_SOURCES) + LOOKAHEAD_SLACK
+        self.ran, self.ms, self.error = False, 0.0, None
+        self.hits: list[TunnelHit] = []
+        self.entities: dict[str, list[dict]] = {}
+
+    def __call__(self, conn, ranked_ids: list[str]) -> None:
+        t = time.perf_counter()
+        self.ran = True
+        try:
+            with conn.transaction():
+                self.hits = follow(conn, self.scope, self.principal,
+                                   ranked_ids[: self.sources])
+                if self.hits and not self.compact:
+                    self.entities = _entities(conn, [h.unit_id for h in self.hits])
+        except Exception as exc:  # degrade, never refuse (spec §1.4)
+            log.warning("following tunnels failed: %s", exc)
+            self.hits, self.error = [], type(exc).__name__
+        self.ms = _ms(t)
 
 
 def _compact(r: dict) -> dict:

@@ -145,6 +145,15 @@ def worker(queues: str | None, concurrency: int | None) -> None:
     os.execv(cmd[0], cmd)
 
 
+@cli.command(context_settings={"ignore_unknown_options": True, "help_option_names": []})
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def mcp(args: tuple[str, ...]) -> None:
+    """Run the MCP server in the foreground (stdio or streamable HTTP): `rcll mcp [--transport
+    stdio|http] [--host H] [--port P] [--bank B] [--api-key K]`; `rcll mcp --help` for more."""
+    cmd = [sys.executable, "-m", "mcp_server", *args]
+    os.execv(cmd[0], cmd)
+
+
 @cli.command()
 def beat() -> None:
     """Run Celery beat in the foreground: schedules the job recovery sweep. Run exactly one."""
@@ -330,6 +339,16 @@ _access_cli.register(cli)
 from rcll.cli.units import unit as _unit_group  # noqa: E402  (the group imports _client)
 
 cli.add_command(_unit_group)
+
+
+def _register_groups() -> None:
+    from rcll.cli.tunnels import bridge, tunnels
+
+    cli.add_command(tunnels)
+    cli.add_command(bridge)
+
+
+_register_groups()
 
 if __name__ == "__main__":
     cli()

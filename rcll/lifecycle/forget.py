@@ -7,7 +7,7 @@ from rcll.access.principal import Principal
 from rcll.cascade import invalidation
 from rcll.lifecycle import rules
 from rcll.lifecycle.context import LifecycleContext
-from rcll.store import audit, unit_edits
+from rcll.store import audit, tunnels, unit_edits
 
 MAX_REASON_CHARS = 1000
 
@@ -18,7 +18,8 @@ def forget(ctx: LifecycleContext, principal: Principal, bank_id: str, unit_id: s
     now, ``invalidated_reason = 'forgotten'``, text emptied, context, metadata, tags and
     entity names cleared), its vectors (the cold tier's dense channel and the warm tier's
     LSH signatures live in ``memory_embeddings``), entity mentions and revision history are
-    deleted, a retained chunk's stored text is erased, and an audit entry ``forget``
+    deleted, its tunnels (to units of other banks) are deleted, a retained chunk's
+    stored text is erased, and an audit entry ``forget``
     (details: ``reason`` and the counts — never the text) is written; after the commit it
     leaves tier 1 (Redis) and the bank's cues are forgotten. Forgetting a forgotten unit
     changes nothing and returns the same tombstone. Returns ``{"unit_id", "forgotten_at"}``.
@@ -38,9 +39,11 @@ def forget(ctx: LifecycleContext, principal: Principal, bank_id: str, unit_id: s
         if row["forgotten_at"] is not None:
             return {"unit_id": uid, "forgotten_at": row["forgotten_at"].isoformat()}
         done = unit_edits.tombstone(conn, row)
+        dropped = tunnels.delete_for_unit(conn, uid)  # the tombstone keeps its row: no cascade
         audit.record(conn, principal.member_id, "unit.forget", bank_id, uid,
                      {"reason": reason, "embeddings": done["embeddings"],
-                      "mentions": done["mentions"], "revisions": done["revisions"]})
+                      "mentions": done["mentions"], "revisions": done["revisions"],
+                      "tunnels": [t["id"] for t in dropped]})
     invalidation.units_left(ctx.hot, bank_id, [uid])
     invalidation.bank_written(ctx.hot, bank_id)
     return {"unit_id": uid, "forgotten_at": done["forgotten_at"].isoformat()}

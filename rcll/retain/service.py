@@ -132,7 +132,7 @@ class RetainService:
         ``400 sync_batch_too_large``, ``503 queue_unavailable`` (the job is ``failed`` with
         ``enqueue failed`` and can be retried with the same key).
 
-        A new job writes one audit entry ``retain`` (``actor``: the caller's member id;
+        A new job writes one audit entry ``retain`` (actor: ``principal``'s member id;
         details ``operation_id``, ``items``), in the job's transaction; a repeated key none.
         """
         self.check_item_count(len(items))

@@ -38,6 +38,8 @@ class RecallQuery(TextModel):
     (``RCLL_PURPOSES``); only units whose ``purposes`` hold it are candidates. Default: the
     deployment's ``RCLL_DEFAULT_PURPOSE`` for a member, no purpose filter for an internal or
     auth-off call (:func:`rcll.access.purposes.recall_purpose`).
+    ``follow_tunnels``: after the bank's own ranking, bring in the units tunnels join its
+    top results to, in banks the caller may read (default true; :mod:`rcll.search.tunnels`).
     """
 
     model_config = ConfigDict(extra="forbid", strict=True)
@@ -57,6 +59,7 @@ class RecallQuery(TextModel):
     context_tokens_left: int | None = Field(None, ge=0, le=MAX_TOKENS_CAP * 100)
     tiers: list[str] | None = Field(None, min_length=1, max_length=3)
     purpose: str | None = Field(None, min_length=1, max_length=64)
+    follow_tunnels: bool = True
 
     @field_validator("tiers")
     @classmethod

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
+from psycopg import Connection
 from psycopg_pool import ConnectionPool
 
 from rcll.access.principal import DEFAULT_PURPOSES, Principal
@@ -87,7 +89,9 @@ def recall(ctx: RecallContext, bank_id: str, q: RecallQuery,
            recipes: dict[str, Recipe] = RECIPES,
            channels: dict[str, Channel] = CHANNELS,
            embedded: PreparedQuery | None = None,
-           scope: CallerScope | None = None) -> RecallResult:
+           scope: CallerScope | None = None,
+           in_transaction: Callable[[Connection, list[str]], None] | None = None
+           ) -> RecallResult:
     """Answer ``q`` against ``bank_id`` with the recipe it names (else ``ctx.default_recipe``).
     Raises :class:`BankNotFound`.
 
@@ -101,6 +105,10 @@ def recall(ctx: RecallContext, bank_id: str, q: RecallQuery,
     vector is reused, not recomputed). ``scope``: the caller scope every candidate query
     filters by (:meth:`CallerScope.for_query` with the caller's principal); None is an
     internal call (every audience, ``q.purpose`` only).
+    ``in_transaction(conn, ranked_ids)``: called inside
+    the read-only transaction after hydration with the ranked ids (best first, before the
+    budget cut), so a caller's extra read (the tunnels, :mod:`rcll.search.tunnels`) costs no
+    connection of its own; it must not raise.
     """
     t0 = time.perf_counter()
     timings: dict[str, float] = {}
@@ -150,6 +158,8 @@ def recall(ctx: RecallContext, bank_id: str, q: RecallQuery,
             rows = state.hydrate([uid for uid, _ in top])
             for uid, ents in _entities(conn, [uid for uid, _ in top if uid in rows]).items():
                 rows[uid]["entities"] = ents
+            if in_transaction is not None:
+                in_transaction(conn, [uid for uid, _ in top if uid in rows])
         timings["hydrate"] = _ms(t)
 
     ranks = {name: {c.unit_id: c for c in cands} for name, cands in ranked.items()}

@@ -4,6 +4,7 @@
 import time
 
 from api.app import create_app
+from api.auth import requires
 from rcll.bootstrap import bootstrap
 from rcll.dev import postgres
 from tests.conftest import free_port
@@ -101,6 +102,7 @@ def test_unexpected_error_hides_internal_text(services):
     app = create_app(services=services, enqueue=lambda *_: None)
 
     @app.get("/boom")
+    @requires("public")  # every route declares its role (api.auth); undeclared is refused
     def boom():
         raise RuntimeError("secret internals: password=hunter2")
 
