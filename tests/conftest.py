@@ -50,6 +50,7 @@ def _settings(state_dir: Path) -> Settings:
         api_port=free_port(),
         max_items_per_request=50,
         max_item_chars=5_000,
+        metrics_port=free_port(),  # the worker's Prometheus exporter (tests/ops)
         auth=False,  # the suite tests features; tests/access builds its own app with auth on
     )
 

@@ -108,6 +108,15 @@ def migrate() -> None:
     console.print("migrations applied")
 
 
+def _metrics_env(name: str) -> None:
+    """Before exec'ing a role of several processes: its Prometheus multiprocess folder
+    (``PROMETHEUS_MULTIPROC_DIR`` if set, else ``<state_dir>/run/metrics/<name>``), emptied."""
+    from rcll.telemetry.exposition import multiproc_env
+
+    os.environ.update(multiproc_env(dict(os.environ),
+                                    get_settings().run_dir.resolve() / "metrics" / name))
+
+
 @cli.command()
 def serve() -> None:
     """Run the API in the foreground (gunicorn)."""
@@ -120,6 +129,7 @@ def serve() -> None:
     except DeploymentError as exc:
         raise click.ClickException(str(exc))
     cmd = api_cmd(get_settings())
+    _metrics_env(f"api-{os.getpid()}")
     os.execv(cmd[0], cmd)
 
 
@@ -131,6 +141,7 @@ def worker(queues: str | None, concurrency: int | None) -> None:
     from rcll.dev.stack import worker_cmd
 
     cmd = worker_cmd(get_settings(), queues, concurrency)
+    _metrics_env(f"worker-{os.getpid()}")
     os.execv(cmd[0], cmd)
 
 

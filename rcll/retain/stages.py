@@ -99,7 +99,9 @@ def advance(ctx: RetainContext, job_id: str, stage: Stage, counts: dict) -> Stag
     one (returned, to be sent), or end the job after the last stage (returns ``None``).
     Call it while holding the stage's lease."""
     from rcll.store import jobs
+    from rcll.telemetry import logs, metrics
 
+    metrics.stage_done(stage.name, counts, logs.current_job().get("items") or counts.get("items"))
     nxt = after(stage.name, ctx.skip_stages)
     if nxt is None:
         pipeline.finish_job(ctx, job_id, counts)

@@ -11,7 +11,7 @@ from api.auth import LEVELS, declared_role
 
 from .conftest import bearer
 
-PUBLIC = {"health.healthz", "health.readyz"}
+PUBLIC = {"health.healthz", "health.readyz", "metrics.metrics"}
 
 
 def concrete(rule) -> str:

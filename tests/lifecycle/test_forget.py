@@ -90,6 +90,11 @@ def test_forget_purges_every_tier(api, services, as_):
     r = api.post(f"/v1/default/banks/{bank}/memories", json={"items": [
         {"content": NOTES[0], "document_id": "n0"}], "async": False})
     assert r.status_code == 200
+    # ... and the job says so: partial, with the reason (never a silent empty success)
+    op = r.get_json()["operation"]
+    assert op["status"] == "partial", op
+    assert op["counts"]["units_forgotten"] == 1 and op["counts"]["units_created"] == 0
+    assert "forgotten on request" in op["error"]
     t = api.get(f"/banks/{bank}/units/{chunk}").get_json()
     assert t["forgotten"] is True and t["text"] == ""
     assert chunk not in _ids(_recall(api, bank, tiers=["cold"]))
