@@ -13,7 +13,9 @@ the same layout (every member ``write`` there, same purposes), so recall rows ne
 Routes: recall ``POST /v1/default/banks/{b}/memories/recall`` and ``GET /banks/{b}/recall``
 (cold tier), unit read ``GET /banks/{b}/units/{id}?purpose=`` and
 ``GET /v1/default/banks/{b}/memories/{id}?purpose=``, the session context
-``GET /banks/{b}/context?purpose=``, and derive ``POST /banks/{b}/units/derive``.
+``GET /banks/{b}/context?purpose=``, and derive ``POST /banks/{b}/units/derive``; and,
+per member (no purpose named: the granted ones), the entity list and detail and the dedup
+proposals.
 """
 
 from __future__ import annotations
@@ -207,6 +209,53 @@ def test_http_matrix_row(api, hworld, route, member, purpose):
     assert got == want, {"leaked": got - want, "missing": want - got}
 
 
+def expected_any(units: dict, member: str) -> set[str]:
+    """Units ``member`` sees where no purpose is named: audience, and a granted purpose."""
+    return {u for u, (aud, ps) in units.items()
+            if aud in ("bank", member) and set(ps) & set(GRANTED[member])}
+
+
+def test_http_listings_show_only_visible_units(api, hworld, auth_services):
+    """The read routes that show units outside recall — the entity list and each entity's
+    mentions and co-mentions, and the dedup proposals (a proposal between every two units of
+    the bank, inserted here) — show each member exactly the units of its audience that carry
+    one of its granted purposes; counts and totals count only those."""
+    units = hworld["units"]
+    with auth_services.pool.connection() as conn, conn.transaction():
+        conn.execute("DELETE FROM dedup_proposals WHERE bank_id = %s", (BANK,))
+        for a, b in ((a, b) for a in units for b in units if a < b):
+            conn.execute("INSERT INTO dedup_proposals (bank_id, unit_a, unit_b, cosine) "
+                         "VALUES (%s, %s, %s, 0.97)", (BANK, a, b))
+    base = f"/v1/default/banks/{BANK}"
+    for member in GRANTED:
+        h = bearer(hworld["keys"][member])
+        want = expected_any(units, member)
+        listed = api.get(f"{base}/entities?limit=1000", headers=h).get_json()
+        assert listed["entities"], listed
+        seen = set()
+        for e in listed["entities"]:
+            body = api.get(f"{base}/entities/{e['id']}?limit=100", headers=h).get_json()
+            ids = ids_in(body, units)
+            assert ids <= want, (member, e["name"], ids - want)
+            assert body["mention_count"] == e["mention_count"] == body["mentions"]["total"]
+            assert len(body["mentions"]["items"]) == body["mention_count"]
+            seen |= ids
+        assert seen == want, (member, {"leaked": seen - want, "missing": want - seen})
+        props = api.get(f"{base}/dedup-proposals?limit=1000", headers=h).get_json()
+        got = ids_in(props, units)
+        n = len(want)
+        assert props["total"] == len(props["proposals"]) == n * (n - 1) // 2
+        SEEN["rows"] += 2
+        SEEN["requests"] += 2 + len(listed["entities"])
+        SEEN["unit_checks"] += 2 * len(units)
+        SEEN["leaks"] += len((seen | got) - want)
+        assert got == want, (member, {"leaked": got - want, "missing": want - got})
+    # auth off sees all of them (the suite's app): the unrestricted principal is not filtered
+    with auth_services.pool.connection() as conn:
+        assert conn.execute("SELECT count(*) AS n FROM dedup_proposals WHERE bank_id = %s",
+                            (BANK,)).fetchone()["n"] == 36
+
+
 def test_http_other_bank_key_sees_nothing(api, hworld, auth_services):
     """A key whose member holds grants only on another bank: every route of the matrix is
     403 ``forbidden`` before any unit is looked at; nothing is written."""
@@ -241,14 +290,16 @@ def test_http_matrix_size_and_no_leaks():
     if SEEN["rows"] == 0:
         pytest.skip("matrix rows not run in this session")
     print(f"\npermission matrix (HTTP, auth on, real keys): {SEEN['rows']} rows — "
-          f"{len(GRANTED)} members × {len(PURPOSES)} purposes × {len(ROUTES)} routes; "
+          f"{len(GRANTED)} members × {len(PURPOSES)} purposes × {len(ROUTES)} routes "
+          f"+ {len(GRANTED)} members × 2 listings (entities, dedup proposals); "
           f"{SEEN['requests']} requests, {SEEN['unit_checks']} unit visibility checks, "
           f"{SEEN['refused']} refused rows, {SEEN['leaks']} leaks")
-    assert SEEN["rows"] == len(MATRIX)
+    assert SEEN["rows"] == len(MATRIX) + 2 * len(GRANTED)  # + the listings' rows
     assert SEEN["leaks"] == 0
     from tests.access.test_permission_matrix import write_report
 
-    write_report("http", {"rows": SEEN["rows"], "routes": list(ROUTES),
+    write_report("http", {"rows": SEEN["rows"],
+                          "routes": [*ROUTES, "entities (list, detail)", "dedup-proposals"],
                           "members": len(GRANTED), "purposes": len(PURPOSES),
                           "requests": SEEN["requests"], "unit_checks": SEEN["unit_checks"],
                           "refused_rows": SEEN["refused"], "leaks": SEEN["leaks"]})
