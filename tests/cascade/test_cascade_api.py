@@ -24,7 +24,7 @@ Q = "why did the payroll export fail?"
 def _retain(client, bank, texts):
     items = [{"content": t, "document_id": f"n{i}"} for i, t in enumerate(texts)]
     r = client.post(f"/v1/default/banks/{bank}/memories", json={"items": items, "async": False})
-    assert r.status_code == 200 and r.get_json()["status"] == "succeeded", r.get_json()
+    assert r.status_code == 200 and r.get_json()["state"] == "succeeded", r.get_json()
 
 
 def _recall(client, bank, **kw):
