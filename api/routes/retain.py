@@ -40,7 +40,8 @@ def _retain(bank_id: str, hindsight: bool):
     svc = retain_service()
     if isinstance(body.get("items"), list):  # refuse a huge batch before parsing it
         svc.check_item_count(len(body["items"]))
-    key = svc.idempotency_key(body.pop("idempotency_key", None) or op_id,
+    body_key = body.pop("idempotency_key", None)
+    key = svc.idempotency_key(op_id if body_key is None else body_key,
                               request.headers.get("Idempotency-Key"))
     req = RetainRequest.model_validate(body)
     # the service writes the audit entry of a new job (a repeated key is not a new action)
