@@ -222,7 +222,7 @@ class RCLLClient:
                     break
                 op = self.operation(bank_id, op_id)
                 latest[op_id] = op
-                if op.get("status") not in TERMINAL_STATES:
+                if op.get("state") not in TERMINAL_STATES:
                     still.append((bank_id, op_id))
                     unfinished_seen += 1
             pending = still

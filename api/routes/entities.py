@@ -30,7 +30,10 @@ def list_entities(bank_id: str):
         banks.get(conn, bank_id)
         rows, total = entities.list_page(conn, bank_id, limit, offset, q,
                                          see=unit_visibility(bank_id))
-    return jsonify(page_body("entities", [entities.public(r) for r in rows], limit, offset, total))
+    body = page_body("entities", [entities.public(r) for r in rows], limit, offset, total)
+    # Hindsight's shape beside RCLL's: ``items`` with ``canonical_name``
+    body["items"] = [{**e, "canonical_name": e["name"]} for e in body["entities"]]
+    return jsonify(body)
 
 
 @bp.get(BASE + "/<entity_id>")

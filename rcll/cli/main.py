@@ -191,12 +191,12 @@ def ingest(paths: tuple[str, ...], bank: str, batch_size: int) -> None:
         final = client.wait(bank, ops, on_progress=lambda d, t: progress.update(done, completed=d))
     created = sum(o.get("counts", {}).get("units_created", 0) for o in final)
     skipped_units = sum(o.get("counts", {}).get("units_skipped", 0) for o in final)
-    bad = [o for o in final if o["status"] != "succeeded"]
+    bad = [o for o in final if o["state"] != "succeeded"]
     skipped = plan.skipped + refused
     taken = len(plan.items) - len(refused)
     console.print(f"{taken} items → {created} new units, {skipped_units} already stored")
     for o in bad:
-        console.print(f"[red]operation {o['id']} {o['status']}: {o.get('error')}")
+        console.print(f"[red]operation {o['id']} {o['state']}: {o.get('error')}")
     if skipped:
         console.print(f"[yellow]skipped {len(skipped)}:")
         for s in skipped:
@@ -253,7 +253,7 @@ def jobs(bank: str | None, state: str | None, limit: int) -> None:
         table.add_column(col)
     for j in _client().jobs(bank, state, limit):
         c = j.get("counts") or {}
-        table.add_row(j["id"][:8], j["bank_id"], j["status"], str(j.get("stage")),
+        table.add_row(j["id"][:8], j["bank_id"], j["state"], str(j.get("stage")),
                       f"{c.get('items_done', 0)}/{c.get('items', 0)} items, "
                       f"{c.get('units_created', 0)} new, {c.get('units_embedded', 0)} embedded",
                       (j.get("error") or "")[:60])

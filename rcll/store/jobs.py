@@ -219,11 +219,25 @@ def list_recent(conn: Connection, bank_id: str | None = None, state: str | None 
     return list_page(conn, bank_id, state, limit, 0)[0]
 
 
+# RCLL's job states → the operation status names Hindsight's clients know (pending,
+# processing, completed, failed, cancelled, not_found). A ``partial`` job stored what it
+# could: ``completed``, with ``error_message`` saying what was skipped.
+HINDSIGHT_STATUS = {"queued": "pending", "running": "processing", "succeeded": "completed",
+                    "partial": "completed", "failed": "failed"}
+
+
 def to_json(job: dict) -> dict:
-    """A job row as the API's operation object (ISO times, string ids)."""
+    """A job row as the API's operation object (ISO times, string ids): RCLL's ``state``
+    (queued, running, succeeded, partial, failed) and, beside it, Hindsight's ``status``
+    (:data:`HINDSIGHT_STATUS`), ``operation_id`` (= ``id``), ``task_type`` (= ``kind``),
+    ``items_count`` and ``error_message`` (= ``error``)."""
     out = {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in job.items()}
-    out["id"] = str(job["id"])
-    out["status"] = job["state"]
+    out["id"] = out["operation_id"] = str(job["id"])
+    out["status"] = HINDSIGHT_STATUS.get(job["state"], job["state"])
+    out["task_type"] = job.get("kind")
+    counts = job.get("counts") or {}
+    out["items_count"] = int(counts.get("items", counts.get("items_total", 0)) or 0)
+    out["error_message"] = job.get("error")
     return json.loads(json.dumps(out, default=str))
 
 

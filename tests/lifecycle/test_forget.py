@@ -33,7 +33,7 @@ def test_forget_purges_every_tier(api, services, as_):
     bank = "lc-forget"
     r = api.post(f"/v1/default/banks/{bank}/memories", json={"items": [
         {"content": t, "document_id": f"n{i}"} for i, t in enumerate(NOTES)], "async": False})
-    assert r.status_code == 200 and r.get_json()["status"] == "succeeded"
+    assert r.status_code == 200 and r.get_json()["state"] == "succeeded"
     told = api.post(f"/banks/{bank}/units", json={
         "text": "The metrics gateway port 9091 is also open to the VPN.", "tags": ["net"],
         "context": "from the ops channel", "metadata": {"who": "sam"}})
@@ -92,7 +92,7 @@ def test_forget_purges_every_tier(api, services, as_):
     assert r.status_code == 200
     # ... and the job says so: partial, with the reason (never a silent empty success)
     op = r.get_json()["operation"]
-    assert op["status"] == "partial", op
+    assert op["state"] == "partial", op
     assert op["counts"]["units_forgotten"] == 1 and op["counts"]["units_created"] == 0
     assert "forgotten on request" in op["error"]
     t = api.get(f"/banks/{bank}/units/{chunk}").get_json()

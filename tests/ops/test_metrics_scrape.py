@@ -83,7 +83,7 @@ def client_round_trip(c) -> None:
     resp = c.post(f"/v1/default/banks/{BANK}/memories", json={"items": ITEMS})
     assert resp.status_code == 202
     op = wait_job(c, BANK, resp.get_json()["operation_id"])
-    assert op["status"] == "succeeded", op
+    assert op["state"] == "succeeded", op
     res = c.post(f"/v1/default/banks/{BANK}/memories/recall",
                  json={"query": "When did Caroline go to the support group?", "tiers": ["cold"]})
     assert res.status_code == 200 and res.get_json()["tokens_used"] > 0
@@ -111,7 +111,7 @@ def test_worker_log_lines_of_a_job_carry_job_and_bank(app, worker, settings):
     c.delete(f"/v1/default/banks/{BANK}-log")
     resp = c.post(f"/v1/default/banks/{BANK}-log/memories", json={"items": ITEMS[:1]})
     op_id = resp.get_json()["operation_id"]
-    assert wait_job(c, f"{BANK}-log", op_id)["status"] == "succeeded"
+    assert wait_job(c, f"{BANK}-log", op_id)["state"] == "succeeded"
     log_text = (settings.run_dir.resolve() / "worker.log").read_text()
     # Celery's own line, logged in the pool child after the task ran, carries the context
     lines = [ln for ln in log_text.splitlines() if "succeeded in" in ln and "retain." in ln
