@@ -14,8 +14,8 @@ Routes: recall ``POST /v1/default/banks/{b}/memories/recall`` and ``GET /banks/{
 (cold tier), unit read ``GET /banks/{b}/units/{id}?purpose=`` and
 ``GET /v1/default/banks/{b}/memories/{id}?purpose=``, the session context
 ``GET /banks/{b}/context?purpose=``, and derive ``POST /banks/{b}/units/derive``; and,
-per member (no purpose named: the granted ones), the entity list and detail and the dedup
-proposals.
+per member (no purpose named: the granted ones), the entity list and detail, the dedup
+proposals and the Hindsight listings (``memories/list``, ``documents``, ``stats``).
 """
 
 from __future__ import annotations
@@ -56,10 +56,10 @@ def _populate(api, keys: dict, bank: str, services) -> dict[str, tuple[str, tupl
     layout = [(aud, p) for aud in ("bank", "hm-alice") for p in PURPOSES]
     r = api.post(f"/v1/default/banks/{bank}/memories", headers=bearer(keys["hm-alice"]),
                  json={"async": False, "items": _items(layout, 0)})
-    assert r.status_code == 200 and r.get_json()["status"] == "succeeded", r.get_json()
+    assert r.status_code == 200 and r.get_json()["state"] == "succeeded", r.get_json()
     r = api.post(f"/v1/default/banks/{bank}/memories", headers=ADMIN,
                  json={"async": False, "items": _items([("hm-bob", "assist")], 8)})
-    assert r.status_code == 200 and r.get_json()["status"] == "succeeded", r.get_json()
+    assert r.status_code == 200 and r.get_json()["state"] == "succeeded", r.get_json()
     with services.pool.connection() as conn:
         rows = conn.execute("SELECT id::text AS id, audience, purposes FROM memory_units "
                             "WHERE bank_id = %s", (bank,)).fetchall()
@@ -217,8 +217,8 @@ def expected_any(units: dict, member: str) -> set[str]:
 
 def test_http_listings_show_only_visible_units(api, hworld, auth_services):
     """The read routes that show units outside recall — the entity list and each entity's
-    mentions and co-mentions, and the dedup proposals (a proposal between every two units of
-    the bank, inserted here) — show each member exactly the units of its audience that carry
+    mentions and co-mentions, the dedup proposals (a proposal between every two units of
+    the bank, inserted here), the Hindsight memories list, documents and stats — show each member exactly the units of its audience that carry
     one of its granted purposes; counts and totals count only those."""
     units = hworld["units"]
     with auth_services.pool.connection() as conn, conn.transaction():
@@ -245,11 +245,20 @@ def test_http_listings_show_only_visible_units(api, hworld, auth_services):
         got = ids_in(props, units)
         n = len(want)
         assert props["total"] == len(props["proposals"]) == n * (n - 1) // 2
-        SEEN["rows"] += 2
-        SEEN["requests"] += 2 + len(listed["entities"])
-        SEEN["unit_checks"] += 2 * len(units)
-        SEEN["leaks"] += len((seen | got) - want)
+        # the Hindsight listings: memories list, documents (one per unit here), stats
+        mem = api.get(f"{base}/memories/list?limit=1000", headers=h).get_json()
+        assert mem["total"] == len(mem["items"]) == n
+        listed_units = ids_in(mem, units)
+        docs = api.get(f"{base}/documents?limit=1000", headers=h).get_json()
+        want_docs = {f"u-{aud}-{ps[0]}" for u, (aud, ps) in units.items() if u in want}
+        assert {d["id"] for d in docs["items"]} == want_docs and docs["total"] == n
+        assert api.get(f"{base}/stats", headers=h).get_json()["total_nodes"] == n
+        SEEN["rows"] += 3
+        SEEN["requests"] += 5 + len(listed["entities"])
+        SEEN["unit_checks"] += 3 * len(units)
+        SEEN["leaks"] += len((seen | got | listed_units) - want)
         assert got == want, (member, {"leaked": got - want, "missing": want - got})
+        assert listed_units == want, (member, listed_units ^ want)
     # auth off sees all of them (the suite's app): the unrestricted principal is not filtered
     with auth_services.pool.connection() as conn:
         assert conn.execute("SELECT count(*) AS n FROM dedup_proposals WHERE bank_id = %s",
@@ -291,15 +300,17 @@ def test_http_matrix_size_and_no_leaks():
         pytest.skip("matrix rows not run in this session")
     print(f"\npermission matrix (HTTP, auth on, real keys): {SEEN['rows']} rows — "
           f"{len(GRANTED)} members × {len(PURPOSES)} purposes × {len(ROUTES)} routes "
-          f"+ {len(GRANTED)} members × 2 listings (entities, dedup proposals); "
+          f"+ {len(GRANTED)} members × 3 listings (entities, dedup proposals, Hindsight "
+          f"memories/documents/stats); "
           f"{SEEN['requests']} requests, {SEEN['unit_checks']} unit visibility checks, "
           f"{SEEN['refused']} refused rows, {SEEN['leaks']} leaks")
-    assert SEEN["rows"] == len(MATRIX) + 2 * len(GRANTED)  # + the listings' rows
+    assert SEEN["rows"] == len(MATRIX) + 3 * len(GRANTED)  # + the listings' rows
     assert SEEN["leaks"] == 0
     from tests.access.test_permission_matrix import write_report
 
     write_report("http", {"rows": SEEN["rows"],
-                          "routes": [*ROUTES, "entities (list, detail)", "dedup-proposals"],
+                          "routes": [*ROUTES, "entities (list, detail)", "dedup-proposals",
+                                     "memories/list + documents + stats"],
                           "members": len(GRANTED), "purposes": len(PURPOSES),
                           "requests": SEEN["requests"], "unit_checks": SEEN["unit_checks"],
                           "refused_rows": SEEN["refused"], "leaks": SEEN["leaks"]})

@@ -121,7 +121,7 @@ def test_forget_deletes_the_units_tunnels(api, services, as_):
         r = api.post(f"/v1/default/banks/{bank}/memories", json={"items": [
             {"content": t, "document_id": f"t{i}"} for i, t in enumerate(texts)],
             "async": False})
-        assert r.status_code == 200 and r.get_json()["status"] == "succeeded"
+        assert r.status_code == 200 and r.get_json()["state"] == "succeeded"
         with services.pool.connection() as conn:
             ids |= {r["text"]: r["id"] for r in conn.execute(
                 "SELECT id::text AS id, text FROM memory_units WHERE bank_id = %s",
