@@ -16,6 +16,7 @@ import io
 import mimetypes
 import re
 import threading
+import zipfile
 from dataclasses import dataclass
 from pathlib import PurePath
 
@@ -36,6 +37,7 @@ TYPES: dict[str, str] = {
 }
 _BY_MIME = {mime: suffix for suffix, mime in reversed(list(TYPES.items()))}
 TEXT_SUFFIXES = frozenset({".txt", ".text", ".md", ".markdown"})
+ZIP_SUFFIXES = frozenset({".docx", ".pptx", ".xlsx", ".epub"})  # OOXML and EPUB are ZIPs
 MAX_SECTION_TITLE = 200
 
 _HEADING = re.compile(r"^(#{1,2})[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
@@ -106,6 +108,9 @@ def convert(data: bytes, name: str, content_type: str | None = None) -> list[Sec
         except UnicodeDecodeError as exc:
             raise ConversionError(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     else:
+        if suffix in ZIP_SUFFIXES and not zipfile.is_zipfile(io.BytesIO(data)):
+            # markitdown would fall back to reading the bytes as plain text: refuse instead
+            raise ConversionError(f"not a {suffix[1:].upper()} file (not a ZIP container)")
         markdown = _markitdown(data, name, suffix)
     sections = split_markdown(clean(markdown), slides=suffix == ".pptx")
     if not sections:
