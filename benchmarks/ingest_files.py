@@ -30,12 +30,12 @@ def main() -> None:
     url = os.environ.get("RCLL_API_URL", f"http://{s.api_host}:{s.api_port}")
     if not a.no_ingest:
         t0 = time.monotonic()
-        out = subprocess.run([sys.executable, "-m", "rcll.cli.main", "ingest", a.folder, "--bank",
-                              a.bank], capture_output=True, text=True,
+        out = subprocess.run([sys.executable, "-c", "from rcll.cli.main import cli; cli()",
+                              "ingest", a.folder, "--bank", a.bank], capture_output=True, text=True,
                              env={**os.environ, "COLUMNS": "200"})
         print(f"$ rcll ingest {a.folder} --bank {a.bank}   ({time.monotonic() - t0:.0f} s, "
               f"exit {out.returncode})")
-        print("\n".join(l for l in out.stdout.splitlines() if "━" not in l))
+        print("\n".join(ln for ln in out.stdout.splitlines() if "━" not in ln))
     c = RCLLClient(url, timeout=120)
     ops = c.jobs(a.bank, limit=1000)
     ops = [o for o in ops if o.get("counts", {}).get("file")]
