@@ -60,8 +60,14 @@ class Settings(BaseSettings):
     api_host: str = Field("127.0.0.1", description="Address the API listens on.")
     api_port: int = Field(8765, description="Port the API listens on.")
     api_url: str | None = Field(None, description="Where clients reach the API; defaults to host:port.")
-    api_threads: int = Field(4, description="gunicorn threads of the API process.")
-    worker_concurrency: int = Field(1, description="Celery pool processes per worker.")
+    api_workers: int = Field(1, ge=1, description="gunicorn worker processes of the API "
+                             "(benchmarks/recall_load.py).")
+    api_threads: int = Field(4, description="gunicorn threads per API worker process.")
+    worker_concurrency: int = Field(2, description="Celery pool processes per worker (2 on a "
+                                    "2-core host: benchmarks/ingest_throughput.py).")
+    torch_threads: int = Field(1, ge=0, description="torch intra-op threads per process "
+                               "(embedder, reranker); 0 = torch's default, one per core. Scale "
+                               "with processes instead (README \"Throughput\").")
 
     # --- models -------------------------------------------------------------------------
     llm_provider: Literal["none", "litellm", "offline"] = "none"

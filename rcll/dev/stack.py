@@ -64,7 +64,8 @@ def beat_cmd(settings: Settings) -> list[str]:
 def api_cmd(settings: Settings) -> list[str]:
     """The gunicorn command line serving ``api.app:create_app()``."""
     return [sys.executable, "-m", "gunicorn", "--bind", f"{settings.api_host}:{settings.api_port}",
-            "--workers", "1", "--threads", str(settings.api_threads), "--timeout", "300",
+            "--workers", str(settings.api_workers), "--threads", str(settings.api_threads),
+            "--timeout", "300",
             "--access-logfile", "-",
             "--control-socket", str(settings.run_dir.resolve() / "gunicorn.ctl"),
             "api.app:create_app()"]

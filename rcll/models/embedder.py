@@ -82,7 +82,8 @@ class EmbedderHandle:
     """
 
     def __init__(self, model_name: str, batch_size: int = 64, enabled: bool = True,
-                 expected_dim: int | None = None):
+                 expected_dim: int | None = None, torch_threads: int = 0):
+        self.torch_threads = torch_threads  # rcll.models.threads.configure before loading
         self.model_name = model_name
         self.batch_size = batch_size
         self.enabled = enabled
@@ -98,6 +99,9 @@ class EmbedderHandle:
         with self._lock:
             if not self._tried:
                 try:
+                    from rcll.models import threads
+
+                    threads.configure(self.torch_threads)
                     emb = SentenceTransformerEmbedder(self.model_name, self.batch_size)
                     if self.expected_dim and emb.dim != self.expected_dim:
                         raise ValueError(
