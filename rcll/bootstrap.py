@@ -64,7 +64,8 @@ class Services:
     def embedder(self) -> EmbedderHandle:
         s = self.settings
         return EmbedderHandle(s.embedder_model, s.embed_batch_size, s.embedder_enabled,
-                              expected_dim=s.embedding_dim, torch_threads=s.torch_threads)
+                              expected_dim=s.embedding_dim, torch_threads=s.torch_threads,
+                              query_batch_wait_s=s.query_batch_wait_ms / 1000)
 
     @cached_property
     def reranker(self) -> RerankerHandle:

@@ -105,6 +105,9 @@ class Settings(BaseSettings):
                                "(the vector columns are created with it).")
     embed_batch_size: int = Field(16, description="Texts per forward pass; small batches pad less on CPU.")
     embedder_enabled: bool = True
+    query_batch_wait_ms: float = Field(
+        0, ge=0, le=100, description="> 0: concurrent one-query embeddings of a process wait "
+        "this long for company and share one forward pass (rcll.models.batching); 0 = off.")
 
     # --- write path -----------------------------------------------------------------------
     chunk_max_tokens: int = Field(512, description="Most tokens of one chunk unit.")
