@@ -183,11 +183,15 @@ def main() -> None:
         return
     from rcll.config import Settings
     from rcll.dev import stack
-    from rcll.eval.datasets import load_locomo
+    from rcll.eval.datasets import load_locomo, load_longmemeval
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "locomo"))
-    ap.add_argument("--conversations", type=int, default=0, help="first N (0 = all ten)")
+    ap.add_argument("--conversations", type=int, default=0,
+                    help="first N conversations (LongMemEval: questions' haystacks; 0 = all)")
+    ap.add_argument("--longmemeval", default=None, metavar="FILE",
+                    help="ingest LongMemEval haystacks (e.g. longmemeval_s_dev60.json.gz) "
+                         "instead of LoCoMo; also prints turns/s")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--variants", default="before,after")
     ap.add_argument("--base", default=None,
@@ -208,14 +212,15 @@ def main() -> None:
                                        check=True, text=True, capture_output=True).stdout.strip()
     tree = base_tree(Path(args.state_dir), base)
     variants = [parse_variant(v.strip(), tree, defaults) for v in args.variants.split(",")]
-    ds = load_locomo(Path(args.data))
+    ds = (load_longmemeval(Path(args.longmemeval)) if args.longmemeval
+          else load_locomo(Path(args.data)))
     banks = dict(list(ds.banks.items())[:args.conversations or None])
     texts = [it["content"] for items in banks.values() for it in items]
     cores = os.cpu_count() or 1
     runs: list[dict] = []
     try:
         stack.up(s, worker=False, log=lambda *_: None)
-        print(f"LoCoMo chunk-mode ingest, {len(banks)} conversation(s), {len(texts):,} items, "
+        print(f"{ds.name} chunk-mode ingest, {len(banks)} bank(s), {len(texts):,} items, "
               f"{args.rounds} round(s), {cores} cores; stack on {s.base_url}", flush=True)
         for r in range(1, args.rounds + 1):
             order = variants if r % 2 else variants[::-1]
@@ -229,11 +234,13 @@ def main() -> None:
                        "torch_threads": v["threads"], "raw_1proc_default_threads": raw1,
                        f"raw_{cores}proc_1thread": rawp, "raw_best": raw, **stats,
                        "ratio": stats["units_per_s"] / raw,
+                       "items_per_s": len(texts) / stats["seconds"],
                        "load_avg": os.getloadavg()[0]}
                 runs.append(run)
                 print(f"  round {r} {v['name']:7s} (c{v['concurrency']} t{v['threads']}): "
                       f"{stats['units']:,} units in {stats['seconds']:.1f} s = "
-                      f"{stats['units_per_s']:.1f} units/s; raw embedder 1 proc x default "
+                      f"{stats['units_per_s']:.1f} units/s ({run['items_per_s']:.1f} items/s); "
+                      f"raw embedder 1 proc x default "
                       f"threads {raw1:.1f}, {cores} procs x 1 thread {rawp:.1f} texts/s; "
                       f"ratio {run['ratio']:.2f} (load {run['load_avg']:.1f})", flush=True)
     finally:
@@ -246,11 +253,13 @@ def main() -> None:
         mine = [x for x in runs if x["variant"] == v["name"]]
         summary[v["name"]] = {
             "units_per_s": statistics.median(x["units_per_s"] for x in mine),
+            "items_per_s": statistics.median(x["items_per_s"] for x in mine),
             "raw_best": statistics.median(x["raw_best"] for x in mine),
             "ratio": statistics.median(x["ratio"] for x in mine),
             "ratio_min": min(x["ratio"] for x in mine), "ratio_max": max(x["ratio"] for x in mine)}
         m = summary[v["name"]]
-        print(f"median {v['name']:7s}: {m['units_per_s']:.1f} units/s, raw {m['raw_best']:.1f} "
+        print(f"median {v['name']:7s}: {m['units_per_s']:.1f} units/s "
+              f"({m['items_per_s']:.1f} items/s), raw {m['raw_best']:.1f} "
               f"texts/s, ratio {m['ratio']:.2f} (range {m['ratio_min']:.2f}-"
               f"{m['ratio_max']:.2f})")
     if args.out:
