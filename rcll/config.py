@@ -63,8 +63,8 @@ class Settings(BaseSettings):
     api_workers: int = Field(1, ge=1, description="gunicorn worker processes of the API "
                              "(benchmarks/recall_load.py).")
     api_threads: int = Field(4, description="gunicorn threads per API worker process.")
-    worker_concurrency: int = Field(2, description="Celery pool processes per worker (2 on a "
-                                    "2-core host: benchmarks/ingest_throughput.py).")
+    worker_concurrency: int = Field(1, description="Celery pool processes per worker (2 did "
+                                    "not beat 1 on 2 cores: benchmarks/ingest_throughput.py).")
     torch_threads: int = Field(1, ge=0, description="torch intra-op threads per process "
                                "(embedder, reranker); 0 = torch's default, one per core. Scale "
                                "with processes instead (README \"Throughput\").")

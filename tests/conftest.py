@@ -51,8 +51,6 @@ def _settings(state_dir: Path) -> Settings:
         max_items_per_request=50,
         max_item_chars=5_000,
         auth=False,  # the suite tests features; tests/access builds its own app with auth on
-        worker_concurrency=1,  # crash and broker-loss tests count on one pool process; tests
-        # that need more ask for it (test_document_versions, test_entity_concurrency)
     )
 
 
