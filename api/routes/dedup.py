@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from flask import Blueprint, jsonify, request
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from api.auth import requires
+from api.auth import principal, requires
 from api.deps import json_body, services
 from api.errors import APIError
 from api.paging import page_body, page_params
 from api.schemas import check_bank_id
+from rcll.access.visibility import unit_filter
 from rcll.cascade import invalidation
 from rcll.consolidate.dedup import DedupSettings, scan_bank
 from rcll.store import banks, dedup
@@ -35,6 +38,11 @@ class DecideRequest(BaseModel):
         return self
 
 
+def _visible(bank_id: str) -> tuple[str, dict]:
+    """Only proposals whose two units the caller may see (:mod:`rcll.access.visibility`)."""
+    return dedup.pair_filter(partial(unit_filter, principal(), bank_id))
+
+
 @bp.get(PREFIX)
 @requires("read")
 def list_proposals(bank_id: str):
@@ -47,7 +55,8 @@ def list_proposals(bank_id: str):
     limit, offset = page_params()
     with services().pool.connection() as conn:
         banks.get(conn, bank_id)
-        rows, total = dedup.list_page(conn, bank_id, state, limit, offset)
+        rows, total = dedup.list_page(conn, bank_id, state, limit, offset,
+                                      visible=_visible(bank_id))
     return jsonify(page_body("proposals", rows, limit, offset, total))
 
 
@@ -69,7 +78,7 @@ def decide(bank_id: str, proposal_id: str):
     svc = services()
     with svc.pool.connection() as conn:
         out = dedup.decide(conn, bank_id, proposal_id, body.action, body.keep_unit_id,
-                           body.decided_by)
+                           body.decided_by, visible=_visible(bank_id))
     merged = [u["id"] for u in (out["unit_a"], out["unit_b"]) if u["superseded_by_id"]]
     invalidation.units_left(svc.hot_tier, bank_id, merged)  # committed: leaves tier 1
     return jsonify(out)

@@ -4,17 +4,24 @@ from __future__ import annotations
 
 from flask import Blueprint, jsonify, request
 
-from api.auth import requires
+from api.auth import principal, requires
 from api.deps import json_body, services
 from api.errors import APIError
 from api.paging import page_body, page_params
 from api.schemas import check_bank_id
+from rcll.access.visibility import unit_filter
 from rcll.store import banks, entities, entity_edits
 
 bp = Blueprint("entities", __name__)
 BASE = "/v1/default/banks/<bank_id>/entities"
 PROPOSAL_STATES = ("open", "merged", "rejected")
 MAX_IDS = 1000
+
+
+def _visible(bank_id: str) -> tuple[str, dict]:
+    """Only units the caller may see count for entities, their mentions and proposals
+    (:mod:`rcll.access.visibility`; alias ``vu``)."""
+    return unit_filter(principal(), bank_id, alias="vu")
 
 
 @bp.get(BASE)
@@ -28,7 +35,8 @@ def list_entities(bank_id: str):
         raise APIError(400, "invalid_request", "q must be at most 200 characters", {"field": "q"})
     with services().pool.connection() as conn:
         banks.get(conn, bank_id)
-        rows, total = entities.list_page(conn, bank_id, limit, offset, q)
+        rows, total = entities.list_page(conn, bank_id, limit, offset, q,
+                                         visible=_visible(bank_id))
     return jsonify(page_body("entities", [entities.public(r) for r in rows], limit, offset, total))
 
 
@@ -40,12 +48,13 @@ def entity(bank_id: str, entity_id: str):
     check_bank_id(bank_id)
     limit, offset = page_params(default_limit=20)
     with services().pool.connection() as conn:
-        row = entities.get(conn, bank_id, entity_id)
+        vis = _visible(bank_id)
+        row = entities.get(conn, bank_id, entity_id, visible=vis)
         eid = str(row["id"])
         body = entities.public(row)
-        body["mentions"] = page_body("items", entities.mentions(conn, eid, limit, offset), limit,
-                                     offset, int(row["mentions"]))
-        body["linked_entities"] = entities.linked(conn, eid)
+        body["mentions"] = page_body("items", entities.mentions(conn, eid, limit, offset, vis),
+                                     limit, offset, int(row["mentions"]))
+        body["linked_entities"] = entities.linked(conn, eid, visible=vis)
         body["history"] = entity_edits.history(conn, eid)
     return jsonify(body)
 
@@ -62,7 +71,8 @@ def merge_proposals(bank_id: str):
                        {"field": "state"})
     with services().pool.connection() as conn:
         banks.get(conn, bank_id)
-        rows, total = entities.proposals_page(conn, bank_id, state, limit, offset)
+        rows, total = entities.proposals_page(conn, bank_id, state, limit, offset,
+                                              visible=_visible(bank_id))
     return jsonify(page_body("proposals", rows, limit, offset, total))
 
 

@@ -1,13 +1,13 @@
-"""One memory unit with its links, entities and sources: ``GET …/memories/{unit_id}``."""
+"""One memory unit with its links, entities and sources: ``GET …/memories/{unit_id}`` — the
+``read`` verb under its older path, so both answer the same for every caller."""
 
 from __future__ import annotations
 
 from flask import Blueprint, jsonify
 
-from api.auth import requires
+from api.auth import principal, requires
 from api.deps import services
 from api.schemas import check_bank_id
-from rcll.store import banks, memories
 
 bp = Blueprint("memories", __name__)
 
@@ -15,11 +15,8 @@ bp = Blueprint("memories", __name__)
 @bp.get("/v1/default/banks/<bank_id>/memories/<unit_id>")
 @requires("read")
 def memory(bank_id: str, unit_id: str):
-    """The unit (:func:`rcll.store.memories.get`); 400 ``invalid_unit_id``, 404
-    ``bank_not_found`` / ``unit_not_found``."""
+    """The unit (:func:`rcll.lifecycle.read.read` as the caller: links and sources only to
+    units it sees); 400 ``invalid_unit_id``, 404 ``bank_not_found`` / ``unit_not_found``
+    (also a unit the caller may not see)."""
     check_bank_id(bank_id)
-    memories.parse_unit_id(unit_id)
-    with services().read_pool.connection() as conn, conn.transaction():
-        conn.execute("SET TRANSACTION READ ONLY")
-        banks.get(conn, bank_id)
-        return jsonify(memories.get(conn, bank_id, unit_id))
+    return jsonify(services().lifecycle.read(principal(), bank_id, unit_id))

@@ -36,5 +36,4 @@ def read(ctx: LifecycleContext, principal: Principal, bank_id: str, unit_id: str
         rules.visible_row(principal, bank_id, uid, row)
         if purpose is not None and purpose not in row["purposes"]:
             raise rules.not_found(bank_id, uid)
-        return memories.get(conn, bank_id, uid, member_id=principal.member_id,
-                            all_audiences=principal.all_audiences)
+        return memories.get(conn, bank_id, uid, visible=rules.seen(principal, bank_id))

@@ -11,6 +11,7 @@ Errors (all :mod:`rcll.errors` classes, so every channel maps them the same way)
 from __future__ import annotations
 
 from rcll.access.principal import BANK_AUDIENCE, Principal
+from rcll.access.visibility import unit_filter, unit_visible
 from rcll.errors import Conflict, Forbidden, InvalidInput
 from rcll.store.memories import UnitNotFound, parse_unit_id
 
@@ -53,10 +54,18 @@ def not_found(bank_id: str, unit_id: str) -> UnitNotFound:
 
 
 def visible_row(principal: Principal, bank_id: str, unit_id: str, row: dict | None) -> dict:
-    """``row`` if it exists and the caller sees its audience; else :func:`not_found`."""
-    if row is None or not principal.sees(row["audience"]):
+    """``row`` (with ``audience`` and ``purposes``) if it exists and is visible to the caller
+    (:func:`rcll.access.visibility.unit_visible`: its audience, and a purpose granted to the
+    caller on the bank); else :func:`not_found`."""
+    if row is None or not unit_visible(principal, bank_id, row["audience"], row["purposes"]):
         raise not_found(bank_id, unit_id)
     return row
+
+
+def seen(principal: Principal, bank_id: str) -> tuple[str, dict]:
+    """The visibility filter on alias ``o`` for the units shown beside a unit (its links
+    and sources): :func:`rcll.access.visibility.unit_filter`."""
+    return unit_filter(principal, bank_id, alias="o")
 
 
 def unit_id(value: str) -> str:
