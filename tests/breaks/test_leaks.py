@@ -191,3 +191,46 @@ def test_idempotency_key_of_another_member(api, world, auth_services):
                      headers={**bearer(world["ka"]), "Idempotency-Key": key})
     assert again.status_code == 202
     assert again.get_json()["operation_id"] == ra.get_json()["operation_id"]
+
+
+def test_closets_list(api, world, auth_services):
+    """A closet whose summary unit Bob may not recall (purpose ``personal`` only, or private)
+    is not listed to him; one on a unit he sees is."""
+    with auth_services.pool.connection() as conn:
+        for key in ("pers", "priv", "pub"):
+            conn.execute("""INSERT INTO closets (bank_id, room, hall, summary, unit_id,
+                                                 source_unit_ids)
+                            VALUES (%s, 'brkroom', 'fact', %s, %s, ARRAY[%s]::uuid[])""",
+                         (BANK, f"closet about {key}: {world[key]['text']}", world[key]["id"],
+                          world[key]["id"]))
+    body = api.get(f"/v1/default/banks/{BANK}/closets?room=brkroom",
+                   headers=bearer(world["kb"])).get_json()
+    _no_leak(body, world)
+    assert body["total"] == 1 and body["closets"][0]["unit_id"] == world["pub"]["id"]
+    mine = api.get(f"/v1/default/banks/{BANK}/closets?room=brkroom",
+                   headers=bearer(world["ka"])).get_json()
+    assert mine["total"] == 3
+
+
+def test_operation_raw_replies(api, world, auth_services):
+    """An item error's raw LLM reply about a unit Bob may not see is withheld (null, length
+    kept); about a unit he sees it is shown."""
+    with auth_services.pool.connection() as conn:
+        job = conn.execute("""INSERT INTO jobs (bank_id, kind, payload, counts)
+                              VALUES (%s, 'retain', '[]', '{}') RETURNING id""",
+                           (BANK,)).fetchone()["id"]
+        for key in ("priv", "pub"):
+            conn.execute("""INSERT INTO job_item_errors (job_id, stage, item_index, unit_id,
+                                                         error, raw_reply)
+                            VALUES (%s, 'extract', 0, %s, 'bad reply', %s)""",
+                         (job, world[key]["id"], f"reply quoting {world[key]['text']}"))
+    body = api.get(f"/v1/default/banks/{BANK}/operations/{job}",
+                   headers=bearer(world["kb"])).get_json()
+    assert SECRET not in json.dumps(body)
+    shown = {e["unit_id"]: e for e in body["item_errors"]}
+    assert shown[world["priv"]["id"]]["raw_reply"] is None
+    assert shown[world["priv"]["id"]]["raw_reply_chars"] > 0
+    assert "tea shop" in shown[world["pub"]["id"]]["raw_reply"]
+    mine = api.get(f"/v1/default/banks/{BANK}/operations/{job}",
+                   headers=bearer(world["ka"])).get_json()
+    assert SECRET in json.dumps(mine)
