@@ -15,7 +15,7 @@ from api.schemas import check_bank_id
 from rcll.access.visibility import unit_filter
 from rcll.consolidate import closets as consolidate
 from rcll.retain import pipeline
-from rcll.store import banks, closets, jobs
+from rcll.store import audit, banks, closets, jobs
 from workers.queues import CLOSETS_TASK
 
 bp = Blueprint("closets", __name__)
@@ -55,6 +55,8 @@ def make_closets(bank_id: str):
         banks.get(conn, bank_id)
         with conn.transaction():
             job = consolidate.create_job(conn, bank_id, room, hall)
+            audit.record(conn, principal().member_id, "closets.create", bank_id, None,
+                         {"operation_id": str(job["id"]), "room": room, "hall": hall})
     job_id = str(job["id"])
     try:
         enqueue(CLOSETS_TASK, job_id)

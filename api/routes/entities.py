@@ -10,7 +10,7 @@ from api.errors import APIError
 from api.paging import page_body, page_params
 from api.schemas import check_bank_id
 from rcll.access.visibility import unit_filter
-from rcll.store import banks, entities, entity_edits
+from rcll.store import audit, banks, entities, entity_edits
 
 bp = Blueprint("entities", __name__)
 BASE = "/v1/default/banks/<bank_id>/entities"
@@ -99,11 +99,18 @@ def merge(bank_id: str):
                     raise APIError(400, "invalid_request", "keep_id applies to a merge only",
                                    {"fields": ["keep_id"]})
                 entity_edits.reject_proposal(conn, bank_id, pid, actor)
+                audit.record(conn, principal().member_id, "entity.proposal_reject", bank_id,
+                             None, {"proposal_id": pid, "actor": actor})
                 return jsonify({"proposal_id": pid, "state": "rejected"})
             kept = entity_edits.merge_proposal(conn, bank_id, pid, actor,
                                                _string(body, "keep_id", required=False))
+            merged = {"proposal_id": pid}
         else:
-            kept = entity_edits.merge(conn, bank_id, _ids(body, "entity_ids"), actor)
+            ids = _ids(body, "entity_ids")
+            kept = entity_edits.merge(conn, bank_id, ids, actor)
+            merged = {"entity_ids": ids}
+        audit.record(conn, principal().member_id, "entity.merge", bank_id, None,
+                     {**merged, "kept": str(kept["id"]), "actor": actor})
     return jsonify({"entity": entities.public(kept)})
 
 
@@ -122,6 +129,9 @@ def split(bank_id: str, entity_id: str):
             aliases=_ids(body, "aliases") if "aliases" in body else None,
             unit_ids=_ids(body, "unit_ids") if "unit_ids" in body else None,
             name=_string(body, "name", required=False), actor=_string(body, "actor", required=False))
+        audit.record(conn, principal().member_id, "entity.split", bank_id, None,
+                     {"entity_id": entity_id, "new_id": str(new["id"]),
+                      "aliases": body.get("aliases"), "unit_ids": body.get("unit_ids")})
     return jsonify({"entity": entities.public(new)}), 201
 
 

@@ -9,7 +9,7 @@ from api.deps import json_body, services
 from api.errors import APIError
 from api.schemas import check_bank_id
 from rcll.access.visibility import unit_filter
-from rcll.store import banks, feedback, memories
+from rcll.store import audit, banks, feedback, memories
 
 bp = Blueprint("feedback", __name__)
 
@@ -32,5 +32,8 @@ def record_feedback(bank_id: str, unit_id: str):
     outcome = feedback.parse_outcome(body.get("outcome"))
     with services().pool.connection() as conn, conn.transaction():
         banks.get(conn, bank_id)
-        return jsonify(feedback.record(conn, bank_id, unit_id, outcome,
-                                       visible=unit_filter(principal(), bank_id, alias="m")))
+        out = feedback.record(conn, bank_id, unit_id, outcome,
+                              visible=unit_filter(principal(), bank_id, alias="m"))
+        audit.record(conn, principal().member_id, "unit.feedback", bank_id, out["unit_id"],
+                     {"outcome": outcome})
+        return jsonify(out)
