@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rcll.access.principal import Principal
+from rcll.access.purposes import unknown_purpose
 from rcll.errors import Rejected
 from rcll.lifecycle import rules
 from rcll.lifecycle.context import LifecycleContext
@@ -16,14 +17,18 @@ def read(ctx: LifecycleContext, principal: Principal, bank_id: str, unit_id: str
     ``sources``), links and sources limited to units the caller sees. A forgotten unit is
     returned as its tombstone (empty text, ``forgotten`` true).
 
-    ``purpose`` (optional): read for that purpose — it must be granted to the caller on the
-    bank (403 ``purpose_not_granted``) and the unit must carry it (else 404).
+    ``purpose`` (optional): read for that purpose — it must be one of the configured set
+    (400 ``unknown_purpose``, as recall), granted to the caller on the bank (403
+    ``purpose_not_granted``) and carried by the unit (else 404). Without it the unit must
+    carry at least one purpose granted to the caller (:mod:`rcll.access.visibility`).
     Raises 403 ``forbidden`` (no read role), 400 ``invalid_unit_id``, 404 ``bank_not_found``,
     404 ``unit_not_found`` (missing, in another bank, or invisible to the caller: one answer).
     Runs in a READ ONLY transaction on the read pool; writes nothing.
     """
     principal.require(bank_id, "read")
     uid = rules.unit_id(unit_id)
+    if purpose is not None and purpose not in ctx.purposes:
+        raise unknown_purpose([purpose], ctx.purposes)  # 400, as recall answers it
     if purpose is not None and purpose not in principal.purposes(bank_id):
         raise Rejected(403, "purpose_not_granted",
                        f"purpose {purpose!r} is not granted to this key on bank {bank_id!r}",

@@ -234,3 +234,14 @@ def test_operation_raw_replies(api, world, auth_services):
     mine = api.get(f"/v1/default/banks/{BANK}/operations/{job}",
                    headers=bearer(world["ka"])).get_json()
     assert SECRET in json.dumps(mine)
+
+
+def test_read_with_an_unknown_purpose_is_400(api, world):
+    """``?purpose=`` outside the configured set is 400 ``unknown_purpose`` (as recall), not a
+    403 that reads like a missing grant; a known one not granted stays 403."""
+    path = f"/banks/{BANK}/units/{world['pub']['id']}"
+    r = api.get(path + "?purpose=gossip", headers=bearer(world["kb"]))
+    assert r.status_code == 400 and r.get_json()["error"]["code"] == "unknown_purpose"
+    r = api.get(path + "?purpose=audit", headers=bearer(world["kb"]))
+    assert r.status_code == 403 and r.get_json()["error"]["code"] == "purpose_not_granted"
+    assert api.get(path + "?purpose=assist", headers=bearer(world["kb"])).status_code == 200
