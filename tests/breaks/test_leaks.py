@@ -245,3 +245,12 @@ def test_read_with_an_unknown_purpose_is_400(api, world):
     r = api.get(path + "?purpose=audit", headers=bearer(world["kb"]))
     assert r.status_code == 403 and r.get_json()["error"]["code"] == "purpose_not_granted"
     assert api.get(path + "?purpose=assist", headers=bearer(world["kb"])).status_code == 200
+
+
+def test_bank_list_counts_only_visible_units(api, world):
+    """``GET /v1/default/banks``: the unit count of a bank is what the caller may see — Bob
+    does not learn how many private (or ungranted-purpose) units Alice keeps."""
+    def count(key):
+        body = api.get("/v1/default/banks?limit=1000", headers=bearer(key)).get_json()
+        return {b["bank_id"]: b["units"] for b in body["banks"]}[BANK]
+    assert count(world["ka"]) - count(world["kb"]) == 2
