@@ -254,3 +254,32 @@ def test_bank_list_counts_only_visible_units(api, world):
         body = api.get("/v1/default/banks?limit=1000", headers=bearer(key)).get_json()
         return {b["bank_id"]: b["units"] for b in body["banks"]}[BANK]
     assert count(world["ka"]) - count(world["kb"]) == 2
+
+
+def test_no_audience_of_another_member(api, world, auth_services):
+    """A writer cannot hand a unit to another member's audience — by correct, remember,
+    derive or supersede (403 ``audience_not_allowed``), nor to an unknown or reserved id;
+    nothing changes."""
+    h = bearer(world["kb"])
+    uid = world["pub"]["id"]
+    with auth_services.pool.connection() as conn:
+        before = conn.execute("SELECT revision, audience FROM memory_units WHERE id = %s",
+                              (uid,)).fetchone()
+    for aud in (world["a"], "admin", "nobody-such"):
+        for m, path, body in (
+                ("patch", f"/banks/{BANK}/units/{uid}", {"revision": before["revision"],
+                                                         "audience": aud}),
+                ("post", f"/banks/{BANK}/units", {"text": "handed over", "audience": aud}),
+                ("post", f"/banks/{BANK}/units/derive", {"text": "handed over",
+                                                         "source_ids": [uid], "audience": aud}),
+                ("post", f"/banks/{BANK}/units/{uid}/supersede",
+                 {"revision": before["revision"], "text": "handed over", "audience": aud})):
+            r = getattr(api, m)(path, json=body, headers=h)
+            assert r.status_code == 403, (m, path, aud, r.get_json())
+            assert r.get_json()["error"]["code"] == "audience_not_allowed"
+    with auth_services.pool.connection() as conn:
+        after = conn.execute("SELECT revision, audience FROM memory_units WHERE id = %s",
+                             (uid,)).fetchone()
+        assert after == before
+        assert conn.execute("SELECT count(*) AS n FROM memory_units WHERE text = 'handed over'"
+                            ).fetchone()["n"] == 0

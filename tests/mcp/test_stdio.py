@@ -33,9 +33,9 @@ async def test_stdio_session_every_verb(auth_settings, auth_services, keys):
                             "WHERE bank_id = %s AND actor = %s GROUP BY actor, action",
                             (STDIO_BANK, "mcp-writer")).fetchall()
     assert {(r["actor"], r["action"]): r["n"] for r in rows} == {
-        ("mcp-writer", "retain"): 2, ("mcp-writer", "remember"): 2,
-        ("mcp-writer", "derive"): 1, ("mcp-writer", "correct"): 1,
-        ("mcp-writer", "supersede"): 1, ("mcp-writer", "forget"): 1}
+        ("mcp-writer", "retain"): 2, ("mcp-writer", "unit.remember"): 2,
+        ("mcp-writer", "unit.derive"): 1, ("mcp-writer", "unit.correct"): 1,
+        ("mcp-writer", "unit.supersede"): 1, ("mcp-writer", "unit.forget"): 1}
 
 
 @pytest.mark.anyio
