@@ -167,7 +167,8 @@ def test_correct_rescopes_a_hot_unit(auth_app, auth_services, keys, change):
 
 def test_missed_invalidation_is_refused_by_postgres(auth_app, auth_services, keys):
     """A re-scope that Redis never heard of (written straight to PostgreSQL): tier 1 still
-    holds the unit as ``bank``, but Bob's recall shows it nowhere — results, counts, trace."""
+    holds the unit as ``bank``, but Bob's recall shows it nowhere — results, counts (not even
+    as a tier-1 hit), trace."""
     api = auth_app.test_client()
     text = f"The vault combination is {uuid.uuid4().hex[:6]}."
     u = _remember(api, keys["ka"], text=text)
@@ -180,6 +181,8 @@ def test_missed_invalidation_is_refused_by_postgres(auth_app, auth_services, key
                      headers=bearer(keys["kb"]))
         assert r.status_code == 200
         assert u["id"] not in json.dumps(r.get_json()), (tiers, r.get_json().get("counts"))
+        c = r.get_json()["counts"]
+        assert c.get("hot_hits", 0) == 0 and c.get("warm_hits", 0) == 0, (tiers, c)
     mine = api.post(f"/v1/default/banks/{BANK}/memories/recall", json={"query": text},
                     headers=bearer(keys["ka"])).get_json()
     assert u["id"] in [x["id"] for x in mine["results"]]
