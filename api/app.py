@@ -9,14 +9,18 @@ from collections.abc import Callable
 from flask import Flask
 
 from api import auth, errors
+from api import metrics as api_metrics
 from api.routes import access, banks, closets, dedup, feedback, health, memories, operations, recall, retain
 from api.routes import context as context_routes
 from api.routes import entities as entity_routes
+from api.routes import hindsight as hindsight_routes
+from api.routes import files as file_routes
 from api.routes import tunnels as tunnel_routes
 from api.routes import units as unit_routes
 from rcll.access import deployment
 from rcll.bootstrap import Services, bootstrap
 from rcll.config import Settings
+from rcll.telemetry import logs
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +44,8 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     Raises :class:`rcll.access.deployment.DeploymentError` for a configuration that must not
     serve (auth off beyond loopback, read-only without its SELECT-only role, …)."""
     svc = services or bootstrap(settings)
-    logging.basicConfig(level=logging.INFO)
+    if not logs.configured():  # gunicorn configured it already (api/gunicorn_conf.py)
+        logs.configure(svc.settings.log_format)
     for warning in deployment.check(svc.settings):
         log.warning("%s", warning)
     app = Flask("rcll", static_folder=None)  # an API: no static route
@@ -49,15 +54,18 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     app.extensions["rcll"] = svc
     app.extensions["rcll_enqueue"] = enqueue or celery_enqueuer(svc.settings)
     app.extensions["rcll_retain"] = svc.retain_service(app.extensions["rcll_enqueue"])
+    api_metrics.register(app)  # before auth: times every request, refused ones too
     auth.register(app)  # first: nothing runs for a caller it refuses
     errors.register(app)
     for bp in (retain.bp, recall.bp, operations.bp, banks.bp, health.bp, memories.bp, dedup.bp,
-               closets.bp, feedback.bp, access.bp):
+               closets.bp, feedback.bp, access.bp, api_metrics.bp):
         app.register_blueprint(bp)
     app.register_blueprint(entity_routes.bp)
     app.register_blueprint(context_routes.bp)
     app.register_blueprint(unit_routes.bp)
     app.register_blueprint(tunnel_routes.bp)
+    app.register_blueprint(hindsight_routes.bp)
+    app.register_blueprint(file_routes.bp)
     # Load the embedder, then the reranker (checking its scoring head), in the background so
     # the first recall does not pay for them and /readyz reports the reranker from start-up.
     threading.Thread(target=lambda: (svc.embedder.get(), svc.reranker.load()),

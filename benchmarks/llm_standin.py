@@ -46,7 +46,7 @@ def wait(client, bank: str, op_id: str, timeout_s: float = 900) -> dict:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         op = client.get(f"/v1/default/banks/{bank}/operations/{op_id}").get_json()
-        if op["status"] in ("succeeded", "failed", "partial"):
+        if op["state"] in ("succeeded", "failed", "partial"):
             return op
         time.sleep(0.5)
     raise TimeoutError(op_id)

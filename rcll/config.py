@@ -63,6 +63,23 @@ class Settings(BaseSettings):
     api_threads: int = Field(4, description="gunicorn threads of the API process.")
     worker_concurrency: int = Field(1, description="Celery pool processes per worker.")
 
+    # --- operations: metrics and logs (rcll.telemetry; README "Metrics and logs") ----------
+    metrics_port: int = Field(
+        9100, ge=0, le=65535, description="RCLL_METRICS_PORT: the Prometheus exporter port of "
+        "each worker process (its pool children included); 0 = no exporter. The API serves "
+        "/metrics on its own port.")
+    metrics_public: bool = Field(
+        True, description="RCLL_METRICS_PUBLIC=on: the API's /metrics needs no key (it holds "
+        "no bank ids, texts or member ids); off: only a deployment admin key may scrape it.")
+    metrics_scrape_timeout_s: float = Field(
+        1.0, gt=0, description="Most seconds a /metrics scrape waits for each sampled source "
+        "(queue depth from the broker, jobs by state from PostgreSQL); a source that does "
+        "not answer is reported down (rcll_metrics_source_up 0), never a failed scrape.")
+    log_format: Literal["text", "json"] = Field(
+        "text", description="RCLL_LOG_FORMAT=json|text: JSON lines (one object per line, with "
+        "job_id and bank_id on every line logged while a job runs) or plain text. The "
+        "container image sets json.")
+
     # --- models -------------------------------------------------------------------------
     llm_provider: Literal["none", "litellm", "offline"] = "none"
     llm_model: str = Field(
@@ -113,6 +130,10 @@ class Settings(BaseSettings):
         "item; requests are bounded by max_request_bytes.")
     max_request_bytes: int = Field(64 * 1024 * 1024, description="Bytes per request (413 "
                                    "payload_too_large).")
+    max_file_bytes: int = Field(25 * 1024 * 1024, description="Bytes per uploaded document "
+                                "file (files/retain, rcll ingest; 413 file_too_large).")
+    max_files_per_request: int = Field(32, description="Files per files/retain request (413 "
+                                       "too_many_files).")
     semantic_link_top_k: int = Field(
         5, ge=0, description="Semantic links per new unit: its k most similar live units of the bank.")
     semantic_link_min_cosine: float = Field(

@@ -50,6 +50,7 @@ def _settings(state_dir: Path) -> Settings:
         api_port=free_port(),
         max_items_per_request=50,
         max_item_chars=5_000,
+        metrics_port=free_port(),  # the worker's Prometheus exporter (tests/ops)
         auth=False,  # the suite tests features; tests/access builds its own app with auth on
     )
 
@@ -117,7 +118,7 @@ def wait_job(client, bank_id: str, op_id: str, timeout_s: float = 120) -> dict:
         if resp.status_code != 503:
             op = resp.get_json()
             assert resp.status_code == 200, op
-            if op["status"] in ("succeeded", "failed", "partial"):
+            if op["state"] in ("succeeded", "failed", "partial"):
                 return op
         time.sleep(0.2)
     raise AssertionError(f"operation {op_id} did not finish: {op}")

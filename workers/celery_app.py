@@ -26,6 +26,21 @@ def _every(task: str, interval_s: float, queue: str) -> dict:
             "options": {"queue": queue, "expires": max(interval, 1.0)}}
 
 
+def _transport_options(s: Settings) -> dict:
+    """Broker transport options. Redis: unacked tasks come back after the visibility timeout
+    (a dead worker's), bounded sockets. AMQP (RabbitMQ): there is no visibility timeout — an
+    unacked message returns to its queue as soon as the consumer's connection or channel
+    closes (a killed worker), the same redelivery with acks_late; publisher confirms so an
+    enqueue the broker did not take fails like a Redis one. RabbitMQ's ``consumer_timeout``
+    (default 30 min) must stay above the longest task, as the visibility timeout must."""
+    from rcll.telemetry.collectors import is_amqp
+
+    if is_amqp(s.broker):
+        return {"confirm_publish": True, "connect_timeout": 5}
+    return {"visibility_timeout": s.broker_visibility_timeout_s,
+            "socket_timeout": 5, "socket_connect_timeout": 5}
+
+
 def make_celery(settings: Settings | None = None) -> Celery:
     """A Celery app for ``settings``; tasks are registered by ``workers.tasks``."""
     s = settings or get_settings()
@@ -40,8 +55,7 @@ def make_celery(settings: Settings | None = None) -> Celery:
         task_routes=ROUTES,
         # A broker that accepts but never answers must not hang the API: bounded sockets
         # and a bounded publish retry, then the enqueue fails and the job says so.
-        broker_transport_options={"visibility_timeout": s.broker_visibility_timeout_s,
-                                  "socket_timeout": 5, "socket_connect_timeout": 5},
+        broker_transport_options=_transport_options(s),
         task_publish_retry_policy={"max_retries": 2, "interval_start": 0,
                                    "interval_step": 0.5, "interval_max": 1},
         broker_connection_retry_on_startup=True,
@@ -63,3 +77,4 @@ def make_celery(settings: Settings | None = None) -> Celery:
 
 
 app = make_celery()
+import workers.telemetry  # noqa: E402,F401  (logging, metrics exporter, job context: signals)

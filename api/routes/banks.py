@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint, jsonify
 
+from api import hindsight
 from api.auth import principal, requires
 from api.deps import services
 from api.paging import page_body, page_params
@@ -27,7 +28,9 @@ def list_banks():
         rows, total = banks.list_page(conn, limit, offset, only,
                                       visible=grants_filter(who, "u"))  # counts what it sees
     return jsonify(page_body("banks", [{"bank_id": r["id"], "name": r["name"],
-                                        "units": r["units"],
+                                        "units": r["units"], "fact_count": r["units"],
+                                        "disposition": hindsight.disposition(r["config"] or {}),
+                                        "mission": (r["config"] or {}).get("mission"),
                                         "created_at": r["created_at"].isoformat()}
                                        for r in rows], limit, offset, total))
 
@@ -41,4 +44,4 @@ def delete_bank(bank_id: str):
         banks.delete(conn, bank_id)
         audit.record(conn, principal().member_id, "bank.delete", bank_id=bank_id)
     invalidation.bank_dropped(svc.hot_tier, bank_id)  # committed: the cascade forgets it
-    return jsonify({"success": True, "bank_id": bank_id})
+    return jsonify({"success": True, "bank_id": bank_id, "message": f"bank {bank_id} deleted"})

@@ -37,14 +37,18 @@ def list_entities(bank_id: str):
         banks.get(conn, bank_id)
         rows, total = entities.list_page(conn, bank_id, limit, offset, q,
                                          visible=_visible(bank_id))
-    return jsonify(page_body("entities", [entities.public(r) for r in rows], limit, offset, total))
+    body = page_body("entities", [entities.public(r) for r in rows], limit, offset, total)
+    # Hindsight's shape beside RCLL's: ``items`` with ``canonical_name``
+    body["items"] = [{**e, "canonical_name": e["name"]} for e in body["entities"]]
+    return jsonify(body)
 
 
 @bp.get(BASE + "/<entity_id>")
 @requires("read")
 def entity(bank_id: str, entity_id: str):
     """An entity with its aliases, one page of mentions (``?limit=&offset=``, newest first),
-    the entities co-mentioned with it and its history."""
+    the entities co-mentioned with it and its history — mentions, counts and co-mentions
+    only from units the caller sees (an entity only they mention is 404)."""
     check_bank_id(bank_id)
     limit, offset = page_params(default_limit=20)
     with services().pool.connection() as conn:

@@ -10,6 +10,7 @@ from api.errors import APIError
 from api.paging import page_body, page_params
 from api.schemas import check_bank_id
 from rcll.access.visibility import unit_filter
+from rcll.errors import JobNotFound
 from rcll.store import banks, item_errors, jobs
 
 bp = Blueprint("operations", __name__)
@@ -21,7 +22,14 @@ STATES = ("queued", "running", "succeeded", "failed", "partial")
 def operation(bank_id: str, operation_id: str):
     check_bank_id(bank_id)
     with services().pool.connection() as conn:
-        op = jobs.to_json(jobs.get(conn, operation_id, bank_id))
+        try:
+            op = jobs.to_json(jobs.get(conn, operation_id, bank_id))
+        except JobNotFound:  # Hindsight's caller-chosen operation_id is the idempotency key
+            row = conn.execute("SELECT id FROM jobs WHERE bank_id = %s AND idempotency_key = %s",
+                               (bank_id, operation_id)).fetchone()
+            if row is None:
+                raise
+            op = jobs.to_json(jobs.get(conn, row["id"], bank_id))
         rows, total = item_errors.list_for_job(  # raw replies only about units it sees
             conn, op["id"], visible=unit_filter(principal(), bank_id, alias="vu"))
     op["item_errors"] = [item_errors.to_json(r) for r in rows]  # raw LLM replies kept
@@ -38,7 +46,9 @@ def bank_operations(bank_id: str):
     with services().pool.connection() as conn:
         banks.get(conn, bank_id)
         rows, total = jobs.list_page(conn, bank_id, state, limit, offset)
-    return jsonify(page_body("operations", [jobs.to_json(j) for j in rows], limit, offset, total))
+    body = page_body("operations", [jobs.to_json(j) for j in rows], limit, offset, total)
+    body["bank_id"] = bank_id
+    return jsonify(body)
 
 
 @bp.get("/jobs")
@@ -58,8 +68,21 @@ def all_jobs():
     return jsonify(page_body("jobs", [jobs.to_json(j) for j in rows], limit, offset, total))
 
 
+HINDSIGHT_FILTER = {"pending": "queued", "processing": "running", "completed": "succeeded",
+                    "failed": "failed"}
+
+
 def _state() -> str | None:
+    """``?state=`` (RCLL's names) or Hindsight's ``?status=`` (pending, processing,
+    completed, failed; ``completed`` lists succeeded jobs)."""
     state = request.args.get("state")
+    status = request.args.get("status")
+    if state is None and status is not None:
+        if status not in HINDSIGHT_FILTER:
+            raise APIError(400, "invalid_request",
+                           f"status must be one of {', '.join(HINDSIGHT_FILTER)}",
+                           {"field": "status"})
+        state = HINDSIGHT_FILTER[status]
     if state is not None and state not in STATES:
         raise APIError(400, "invalid_request", f"state must be one of {', '.join(STATES)}",
                        {"field": "state"})

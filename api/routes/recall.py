@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from flask import Blueprint, jsonify, request
 
+from api import hindsight as hindsight_map
 from api.auth import principal, requires
 from api.deps import json_body, services
 from api.errors import APIError
@@ -16,8 +17,12 @@ bp = Blueprint("recall", __name__)
 _BOOLEANS = {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False}
 
 
-def _run(bank_id: str, params: dict):
+def _run(bank_id: str, params: dict, hindsight: bool = False):
     check_bank_id(bank_id)
+    ignored: list[str] = []
+    floor = None
+    if hindsight:
+        params, ignored, floor = hindsight_map.recall_body(params)
     for key in ("recipe", "channels"):
         name = params.get(key)
         # a name that is not storable text (NUL, lone surrogate) or too long is left to the
@@ -27,13 +32,17 @@ def _run(bank_id: str, params: dict):
             raise APIError(400, "unknown_recipe", f"unknown recipe {name!r}",
                            {"field": key, "recipe": name, "known": sorted(RECIPES)})
     q = RecallQuery.model_validate(params)
-    return jsonify(services().cascade.recall(bank_id, q, principal()).to_json())
+    answer = services().cascade.recall(bank_id, q, principal()).to_json()
+    if hindsight:
+        answer = hindsight_map.recall_response(answer, ignored, floor)
+    return jsonify(answer)
 
 
 @bp.post("/v1/default/banks/<bank_id>/memories/recall")
 @requires("read")
 def recall_post(bank_id: str):
-    return _run(bank_id, json_body(check_text_fields=False))  # RecallQuery checks text
+    # Hindsight's route: its fields mapped (api.hindsight.recall_body), its result fields added
+    return _run(bank_id, json_body(check_text_fields=False), hindsight=True)  # RecallQuery checks text
 
 
 @bp.get("/banks/<bank_id>/recall")

@@ -1,9 +1,11 @@
-"""Retain: parse the request, call the retain service, answer 202 (async) or 200 (sync)."""
+"""Retain: parse the request, call the retain service. RCLL's route answers 202 (async) or
+200 (sync); Hindsight's route answers 200 as Hindsight does (its client maps only 200)."""
 
 from __future__ import annotations
 
 from flask import Blueprint, jsonify, request
 
+from api import hindsight as hindsight_map
 from api.auth import principal, requires
 from api.deps import json_body, retain_service
 from api.schemas import RetainRequest, check_bank_id
@@ -13,21 +15,43 @@ bp = Blueprint("retain", __name__)
 
 
 @bp.post("/v1/default/banks/<bank_id>/memories")
+@requires("write")
+def retain_hindsight(bank_id: str):
+    """Hindsight's retain: its fields mapped by :func:`api.hindsight.retain_body`
+    (``operation_id`` is the idempotency key), and Hindsight's status code: 200, also for an
+    async request (``"async": true`` says it is queued)."""
+    return _retain(bank_id, hindsight=True)
+
+
 @bp.post("/banks/<bank_id>/retain")
 @requires("write")
 def retain(bank_id: str):
+    """RCLL's retain: RCLL's fields only; 202 for an async request, 200 when done."""
+    return _retain(bank_id, hindsight=False)
+
+
+def _retain(bank_id: str, hindsight: bool):
     check_bank_id(bank_id)
     body = json_body(check_text_fields=False)  # RetainRequest (a TextModel) checks text, with its codes
+    ignored: list[str] = []
+    op_id = None
+    if hindsight:
+        body, ignored, op_id = hindsight_map.retain_body(body)
     svc = retain_service()
     if isinstance(body.get("items"), list):  # refuse a huge batch before parsing it
         svc.check_item_count(len(body["items"]))
-    key = svc.idempotency_key(body.pop("idempotency_key", None),
+    body_key = body.pop("idempotency_key", None)
+    key = svc.idempotency_key(op_id if body_key is None else body_key,
                               request.headers.get("Idempotency-Key"))
     req = RetainRequest.model_validate(body)
     # the service writes the audit entry of a new job (a repeated key is not a new action)
     job, _ = svc.retain(bank_id, req.items, async_=req.async_, idempotency_key=key,
                         principal=principal())
+    op = jobs.to_json(job)
     answer = {"success": job["state"] != "failed", "bank_id": bank_id,
               "items_count": len(req.items), "async": req.async_, "operation_id": str(job["id"]),
-              "status": job["state"], "operation": jobs.to_json(job)}
-    return jsonify(answer), 202 if req.async_ else 200
+              "operation_ids": [str(job["id"])], "status": op["status"], "state": job["state"],
+              "operation": op}
+    if hindsight:
+        answer["ignored_fields"] = ignored
+    return jsonify(answer), 202 if req.async_ and not hindsight else 200

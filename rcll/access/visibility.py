@@ -11,8 +11,13 @@ A unit is visible to ``principal`` in ``bank_id`` when (spec §7, claim 5):
   through any listing, what it could never recall. A deployment admin is granted every
   purpose; the unrestricted principal (auth off, internal calls) sees everything.
 
-Recall is stricter (one named purpose, :class:`rcll.search.scope.CallerScope`); this is the
-rule for paths that name no purpose.
+Where the caller names a purpose (``read ?purpose=``, the verbs' ``purpose``), the unit
+must carry that purpose instead (the caller checks that it is granted); the unrestricted
+principal then sees every unit carrying it. Recall applies the same rule inside its candidate
+queries (:class:`rcll.search.scope.CallerScope`).
+
+This is the one rule outside recall: lifecycle verbs (:mod:`rcll.lifecycle.rules`), entity
+and dedup listings, tunnels, closets, feedback, operations' item errors, bank listings.
 """
 
 from __future__ import annotations
@@ -22,30 +27,44 @@ from collections.abc import Sequence
 from rcll.access.principal import Principal
 
 
-def unit_visible(principal: Principal, bank_id: str, audience: str | None,
-                 purposes: Sequence[str] | None) -> bool:
-    """Whether a unit of ``bank_id`` with this ``audience`` and ``purposes`` is visible to
-    ``principal`` (module rule). ``None`` values are visible only to the unrestricted
-    principal."""
+def required_purposes(principal: Principal, bank_id: str,
+                      purpose: str | None = None) -> tuple[str, ...] | None:
+    """The purposes a unit must carry at least one of to be visible: ``(purpose,)`` when the
+    caller names one, else those granted to ``principal`` on ``bank_id``; ``None`` (no
+    purpose condition) for the unrestricted principal naming none."""
+    if purpose is not None:
+        return (purpose,)
     if principal.all_audiences:
-        return True
-    if audience is None or not principal.sees(audience):
+        return None
+    return tuple(principal.purposes(bank_id))
+
+
+def unit_visible(principal: Principal, bank_id: str, audience: str | None,
+                 purposes: Sequence[str] | None, purpose: str | None = None) -> bool:
+    """Whether a unit of ``bank_id`` with this ``audience`` and ``purposes`` is visible to
+    ``principal`` (module rule; ``purpose``: the one the caller names). ``None`` values are
+    visible only to the unrestricted principal."""
+    if not principal.all_audiences and (audience is None or not principal.sees(audience)):
         return False
-    granted = set(principal.purposes(bank_id))
-    return bool(granted.intersection(purposes or ()))
+    need = required_purposes(principal, bank_id, purpose)
+    return need is None or bool(set(need).intersection(purposes or ()))
 
 
 def unit_filter(principal: Principal, bank_id: str, alias: str = "u",
-                prefix: str = "vis") -> tuple[str, dict]:
+                prefix: str = "vis", purpose: str | None = None) -> tuple[str, dict]:
     """``(sql, params)``: the module rule as a condition on ``alias`` (memory_units) for
-    units of ``bank_id``; ``"TRUE"`` for the unrestricted principal. Named parameters
-    ``%(<prefix>_member)s`` and ``%(<prefix>_purposes)s``, to merge into the statement's."""
-    if principal.all_audiences:
-        return "TRUE", {}
-    sql = (f"({alias}.audience = 'bank' OR {alias}.audience = %({prefix}_member)s) "
-           f"AND {alias}.purposes && %({prefix}_purposes)s::text[]")
-    return sql, {f"{prefix}_member": principal.member_id or "",
-                 f"{prefix}_purposes": list(principal.purposes(bank_id))}
+    units of ``bank_id`` (``purpose``: the one the caller names); ``"TRUE"`` for the
+    unrestricted principal naming none. Named parameters ``%(<prefix>_member)s`` and
+    ``%(<prefix>_purposes)s``, to merge into the statement's."""
+    conds, params = [], {}
+    if not principal.all_audiences:
+        conds.append(f"({alias}.audience = 'bank' OR {alias}.audience = %({prefix}_member)s)")
+        params[f"{prefix}_member"] = principal.member_id or ""
+    need = required_purposes(principal, bank_id, purpose)
+    if need is not None:
+        conds.append(f"{alias}.purposes && %({prefix}_purposes)s::text[]")
+        params[f"{prefix}_purposes"] = list(need)
+    return (" AND ".join(conds) or "TRUE"), params
 
 
 def grants_filter(principal: Principal, alias: str, prefix: str = "gvis") -> tuple[str, dict]:

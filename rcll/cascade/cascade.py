@@ -39,6 +39,7 @@ from rcll.search.scope import CallerScope
 from rcll.search.state import UNIT_COLUMNS, RecallState
 from rcll.search.steps import run_steps
 from rcll.search.tunnels import SCORE_FACTOR, TOP_SOURCES, TunnelHit, follow
+from rcll.telemetry import metrics
 
 log = logging.getLogger(__name__)
 
@@ -201,8 +202,10 @@ class Cascade:
         if res.timings_ms is not None:
             timings = {**res.timings_ms, **timings}
         timings["total"] = _ms(t0)
+        metrics.observe_recall(timings, tried, used, len(results))
         return replace(res, results=results, tiers=tried, tier_reason=p.reason,
-                       tokens_used=used, counts={**res.counts, **counts_extra},
+                       tokens_used=used,
+                       counts={**res.counts, **counts_extra, "returned": len(results)},
                        degraded=degraded + res.degraded,
                        timings_ms=timings if q.trace else None)
 
@@ -367,6 +370,7 @@ class Cascade:
                 mode: str = "C", hits: dict | None = None,
                 extra: dict | None = None) -> RecallResult:
         timings["total"] = _ms(t0)
+        metrics.observe_recall(timings, tried, used, len(results))
         counts = {**{f"{k}_hits": v for k, v in (hits or {}).items()}, **(extra or {}),
                   "returned": len(results)}
         return RecallResult(results=results, mode=mode, channels=[], dense_available=mode == "C",

@@ -52,11 +52,12 @@ class Plan:
 
 def uncacheable(q: RecallQuery) -> str | None:
     """Why tiers 1–2 must not answer ``q``, or None. They hold answers of the bank's default
-    scope at no particular time: a request narrowed by ``room``, ``hall``, ``max_layer`` or
-    ``include_archive``, or whose query names a time relative to ``query_timestamp`` ("last
-    May"), would be answered from another request's cache. Such a request runs the cold tier
-    and leaves no cue."""
-    narrowed = [f for f in ("room", "hall", "max_layer") if getattr(q, f) is not None]
+    scope at no particular time: a request narrowed by ``room``, ``hall``, ``max_layer``,
+    ``kinds``, ``tags`` or ``include_archive``, or whose query names a time relative to
+    ``query_timestamp`` ("last May"), would be answered from another request's cache. Such a
+    request runs the cold tier and leaves no cue."""
+    narrowed = [f for f in ("room", "hall", "max_layer", "kinds", "tags")
+                if getattr(q, f, None) is not None]
     if q.include_archive:
         narrowed.append("include_archive")
     if narrowed:

@@ -43,6 +43,15 @@ def dev_api_env(env: dict) -> dict:
     return out
 
 
+def metrics_env(settings: Settings, env: dict, name: str) -> dict:
+    """``env`` with the Prometheus multiprocess folder of process ``name``
+    (``<state_dir>/run/metrics/<name>``, emptied; :func:`rcll.telemetry.exposition.multiproc_env`)."""
+    from rcll.telemetry.exposition import ENV, multiproc_env
+
+    env = {k: v for k, v in env.items() if k != ENV}  # each process family its own folder
+    return multiproc_env(env, settings.run_dir.resolve() / "metrics" / name)
+
+
 def worker_cmd(settings: Settings, queues: str | None = None, concurrency: int | None = None,
                name: str = "rcll") -> list[str]:
     """The Celery worker command line (all queues unless ``queues`` names some)."""
@@ -63,7 +72,8 @@ def beat_cmd(settings: Settings) -> list[str]:
 
 def api_cmd(settings: Settings) -> list[str]:
     """The gunicorn command line serving ``api.app:create_app()``."""
-    return [sys.executable, "-m", "gunicorn", "--bind", f"{settings.api_host}:{settings.api_port}",
+    return [sys.executable, "-m", "gunicorn", "--config", "python:api.gunicorn_conf",
+            "--bind", f"{settings.api_host}:{settings.api_port}",
             "--workers", "1", "--threads", str(settings.api_threads), "--timeout", "300",
             "--access-logfile", "-",
             "--control-socket", str(settings.run_dir.resolve() / "gunicorn.ctl"),
@@ -120,7 +130,7 @@ def up(settings: Settings, *, api: bool = True, worker: bool = True, log=print) 
         start_worker(settings, env, log=log)
         start_beat(settings, env, log=log)
     if api:
-        api_env = dev_api_env(env)
+        api_env = metrics_env(settings, dev_api_env(env), "api")
         if not processes.running_pid(run_dir, "api"):
             log(f"starting api on {settings.base_url}"
                 + (" (RCLL_AUTH=off: dev stack)" if api_env["RCLL_AUTH"] == "off" else ""))
@@ -133,6 +143,9 @@ def up(settings: Settings, *, api: bool = True, worker: bool = True, log=print) 
 def start_worker(settings: Settings, env: dict | None = None, name: str = "worker",
                  log=print) -> int:
     """Start a Celery worker (idempotent per ``name``) and wait until it is ready."""
+    if processes.running_pid(settings.run_dir.resolve(), name):
+        return processes.running_pid(settings.run_dir.resolve(), name)
+    env = metrics_env(settings, env or child_env(settings), name)
     return _start_logged(settings, name, worker_cmd(settings, name=name), env, b" ready.",
                          120, log)
 

@@ -110,7 +110,7 @@ def ingest(
             processed = sync_done
             for op_id, op in latest.items():
                 size = sizes.get(op_id, 0)
-                if op.get("status") in TERMINAL_STATES:
+                if op.get("state") in TERMINAL_STATES:
                     processed += size
                 else:
                     counts = op.get("counts") or {}
@@ -123,7 +123,7 @@ def ingest(
         seconds = time.perf_counter() - started
         bar.update(done_task, completed=dataset.n_items)
 
-    bad = [op for op in final if op.get("status") != "succeeded"]
+    bad = [op for op in final if op.get("state") != "succeeded"]
     if bad:
         first = bad[0]
         raise EvalIngestError(

@@ -1,5 +1,6 @@
 """The rules every lifecycle verb applies: the caller's role on the bank, the audience rule
-(a unit the caller may not see is answered exactly like a missing one: 404, no existence
+(a unit the caller may not see — another member's audience, or none of the purposes granted
+to the caller on the bank — is answered exactly like a missing one: 404, no existence
 oracle), who may write which audience, and the closed set of purposes.
 
 Errors (all :mod:`rcll.errors` classes, so every channel maps them the same way):
@@ -53,19 +54,22 @@ def not_found(bank_id: str, unit_id: str) -> UnitNotFound:
                         {"unit_id": unit_id, "bank_id": bank_id})
 
 
-def visible_row(principal: Principal, bank_id: str, unit_id: str, row: dict | None) -> dict:
+def visible_row(principal: Principal, bank_id: str, unit_id: str, row: dict | None,
+                purpose: str | None = None) -> dict:
     """``row`` (with ``audience`` and ``purposes``) if it exists and is visible to the caller
     (:func:`rcll.access.visibility.unit_visible`: its audience, and a purpose granted to the
-    caller on the bank); else :func:`not_found`."""
-    if row is None or not unit_visible(principal, bank_id, row["audience"], row["purposes"]):
+    caller on the bank — or ``purpose`` when the caller names one); else :func:`not_found`."""
+    if row is None or not unit_visible(principal, bank_id, row["audience"], row["purposes"],
+                                       purpose):
         raise not_found(bank_id, unit_id)
     return row
 
 
-def seen(principal: Principal, bank_id: str) -> tuple[str, dict]:
+def seen(principal: Principal, bank_id: str, purpose: str | None = None) -> tuple[str, dict]:
     """The visibility filter on alias ``o`` for the units shown beside a unit (its links
-    and sources): :func:`rcll.access.visibility.unit_filter`."""
-    return unit_filter(principal, bank_id, alias="o")
+    and sources), the ``visible`` argument of :func:`rcll.store.memories.get`:
+    :func:`rcll.access.visibility.unit_filter` (``purpose``: the one the caller names)."""
+    return unit_filter(principal, bank_id, alias="o", purpose=purpose)
 
 
 def unit_id(value: str) -> str:

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ValidationError
 
 import rcll.llm  # noqa: F401  (sets LITELLM_LOCAL_MODEL_COST_MAP before litellm loads)
 from rcll.config import Settings
+from rcll.telemetry import metrics
 
 log = logging.getLogger(__name__)
 REPLAY_PREFIX = "rcll-replay/"
@@ -204,23 +205,32 @@ class LLMClient:
             if attempt:
                 usage.retries += 1
                 self._sleep(self.config.backoff_s * 2 ** (attempt - 1))
+            t_call = time.perf_counter()
             try:
                 resp = self._call(msgs, schema, max_tokens)
             except _transient_errors() as exc:
                 usage.calls += 1
+                metrics.llm_call(self.model, "transient_error", time.perf_counter() - t_call,
+                                 error=type(exc).__name__)
                 last_problem, last_invalid = f"{type(exc).__name__}: {exc}", False
                 log.warning("LLM call %d/%d failed: %s", attempt + 1, attempts, last_problem)
                 continue
             except Exception as exc:  # bad request, auth, unknown model or provider: no retry
                 usage.calls += 1
+                metrics.llm_call(self.model, "error", time.perf_counter() - t_call,
+                                 error=type(exc).__name__)
                 raise LLMError(f"LLM call refused: {type(exc).__name__}: {exc}", usage) from exc
-            usage.add(self._usage_of(resp))
+            call_usage = self._usage_of(resp)
+            usage.add(call_usage)
             raw = (resp.choices[0].message.content or "") if resp.choices else ""
             try:
                 if not raw.strip():
                     raise ValueError("empty reply")
                 parsed = schema.model_validate_json(_unfence(raw))
             except (ValidationError, ValueError) as exc:
+                metrics.llm_call(self.model, "invalid_reply", time.perf_counter() - t_call,
+                                 call_usage.prompt_tokens, call_usage.completion_tokens,
+                                 call_usage.cost_usd, error="invalid_reply")
                 last_raw, last_problem, last_invalid = raw, _describe(exc), True
                 log.warning("LLM reply %d/%d invalid: %s", attempt + 1, attempts, last_problem)
                 msgs = [*messages, {"role": "assistant", "content": raw[:2000]},
@@ -228,6 +238,9 @@ class LLMClient:
                          f"{last_problem[:500]}. Reply again with only a JSON object that "
                          "matches the schema."}]
                 continue
+            metrics.llm_call(self.model, "ok", time.perf_counter() - t_call,
+                             call_usage.prompt_tokens, call_usage.completion_tokens,
+                             call_usage.cost_usd)
             return LLMResult(parsed=parsed, raw_text=raw, usage=usage)
         if last_invalid:
             raise LLMReplyInvalid(f"invalid reply after {attempts} attempts: {last_problem}",

@@ -14,6 +14,8 @@ from typing import Protocol
 
 import numpy as np
 
+from rcll.telemetry import metrics
+
 log = logging.getLogger(__name__)
 
 # Never reach a model hub at run time (this service runs offline).
@@ -68,7 +70,7 @@ class SentenceTransformerEmbedder:
         self._lock = threading.Lock()
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        with self._lock:  # one forward pass at a time per process; torch uses every core
+        with self._lock, metrics.embed_call(len(texts)):  # one call at a time per process
             return self._model.encode(
                 texts, batch_size=self.batch_size, normalize_embeddings=True,
                 convert_to_numpy=True, show_progress_bar=False,

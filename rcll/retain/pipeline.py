@@ -143,7 +143,7 @@ def run_chunk(ctx: RetainContext, job_id: str) -> dict | None:
     job, raw_items = loaded
     bank_id = job["bank_id"]
     counts = {"items": len(raw_items), "items_done": 0, "units_created": 0, "units_skipped": 0,
-              "items_failed": 0, "items_superseded": 0}
+              "items_failed": 0, "items_superseded": 0, "units_forgotten": 0}
     errors: list[str] = []
     for n, raw in enumerate(raw_items, 1):
         try:
@@ -151,6 +151,7 @@ def run_chunk(ctx: RetainContext, job_id: str) -> dict | None:
             counts["units_created"] += res.created
             counts["units_skipped"] += res.skipped
             counts["items_superseded"] += res.superseded
+            counts["units_forgotten"] += res.forgotten
         except JobGone:
             log.warning("retain job %s stopped at item %d: the job or its bank is gone",
                         job_id, n - 1)
@@ -173,7 +174,13 @@ def run_chunk(ctx: RetainContext, job_id: str) -> dict | None:
         if raw_items and counts["items_failed"] == len(raw_items):
             jobs.finish(conn, job_id, "failed", counts, "; ".join(errors[:20]))
             return None
-    return {**counts, "errors": errors[:20]}
+    out = {**counts, "errors": errors[:20]}
+    if counts["units_forgotten"]:  # not a silent empty success (spec §1.7): the job says why
+        out["warnings"] = [*job["counts"].get("warnings", []),
+                           f"{counts['units_forgotten']} chunk(s) match units forgotten on "
+                           "request and were not stored again (forget is kept; retain the "
+                           "text under another document_id to store it anew)"]
+    return out
 
 
 def live_job(ctx: RetainContext, job_id: str) -> dict | None:

@@ -16,6 +16,10 @@ MAX_TOKENS_CAP = 1_000_000
 MAX_LIMIT = 500
 # The recall cascade (spec §5), in the order it runs.
 TIERS = ("hot", "warm", "cold")
+# memory_units.kind (migration 0010's CHECK constraint)
+KINDS = ("chunk", "fact", "note", "decision", "preference", "event", "summary")
+# how a recall's ``tags`` match a unit's (Hindsight's names and meanings)
+TAGS_MATCH = ("any", "all", "any_strict", "all_strict", "exact")
 
 
 class RecallQuery(TextModel):
@@ -40,6 +44,11 @@ class RecallQuery(TextModel):
     auth-off call (:func:`rcll.access.purposes.recall_purpose`).
     ``follow_tunnels``: after the bank's own ranking, bring in the units tunnels join its
     top results to, in banks the caller may read (default true; :mod:`rcll.search.tunnels`).
+    ``kinds``: only units of these kinds (:data:`KINDS`; default all). ``tags`` with
+    ``tags_match`` (:data:`TAGS_MATCH`, default ``any``): only units whose tags match —
+    ``any`` (shares a tag, or untagged), ``all`` (holds every tag, or untagged),
+    ``any_strict`` / ``all_strict`` (the same, untagged units excluded), ``exact`` (the same
+    set). Both filter inside every candidate query (:class:`rcll.search.scope.CallerScope`).
     """
 
     model_config = ConfigDict(extra="forbid", strict=True)
@@ -60,6 +69,35 @@ class RecallQuery(TextModel):
     tiers: list[str] | None = Field(None, min_length=1, max_length=3)
     purpose: str | None = Field(None, min_length=1, max_length=64)
     follow_tunnels: bool = True
+    kinds: list[str] | None = Field(None, min_length=1, max_length=len(KINDS))
+    tags: list[str] | None = Field(None, max_length=64)
+    tags_match: str = "any"
+
+    @field_validator("kinds")
+    @classmethod
+    def _known_kinds(cls, v: list[str] | None) -> list[str] | None:
+        if v is None:
+            return v
+        unknown = [k for k in v if k not in KINDS]
+        if unknown:
+            shown = ", ".join(repr(k[:32]) for k in unknown[:3])
+            raise ValueError(f"unknown kind(s) {shown}; known: {', '.join(KINDS)}")
+        return sorted(set(v))
+
+    @field_validator("tags")
+    @classmethod
+    def _tag_text(cls, v: list[str] | None) -> list[str] | None:
+        for tag in v or []:
+            if not 1 <= len(tag) <= 200:
+                raise ValueError("each tag must be 1-200 characters")
+        return v
+
+    @field_validator("tags_match")
+    @classmethod
+    def _tags_match(cls, v: str) -> str:
+        if v not in TAGS_MATCH:
+            raise ValueError(f"tags_match must be one of {', '.join(TAGS_MATCH)}")
+        return v
 
     @field_validator("tiers")
     @classmethod

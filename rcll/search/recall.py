@@ -28,6 +28,7 @@ from rcll.search.recipes import DEFAULT_RECIPE, RECIPES, Recipe
 from rcll.search.scope import CallerScope
 from rcll.search.state import RecallState
 from rcll.search.steps import run_steps
+from rcll.telemetry import metrics
 
 log = logging.getLogger(__name__)
 
@@ -176,6 +177,8 @@ def recall(ctx: RecallContext, bank_id: str, q: RecallQuery,
         counts.update({f"{name}_{k}": v for k, v in out.info.items()})
     counts.update(state.counts)
     dense_ok = pq.vector is not None and "dense" in state.outputs
+    metrics.observe_recall_pipeline(timings, {name: len(out.candidates)
+                                              for name, out in state.outputs.items()})
     return RecallResult(
         results=results,
         mode=_mode(set(state.outputs)),

@@ -18,6 +18,17 @@ if TYPE_CHECKING:
     from rcll.access.principal import Principal
 
 
+# RecallQuery.tags_match → the SQL over ``memory_units.tags`` (text[]); "any"/"all" keep
+# untagged units, the ``_strict`` forms and "exact" do not (Hindsight's semantics).
+TAGS_SQL = {
+    "any": "(cardinality({a}.tags) = 0 OR {a}.tags && %(scope_tags)s::text[])",
+    "all": "(cardinality({a}.tags) = 0 OR {a}.tags @> %(scope_tags)s::text[])",
+    "any_strict": "{a}.tags && %(scope_tags)s::text[]",
+    "all_strict": "{a}.tags @> %(scope_tags)s::text[]",
+    "exact": "({a}.tags @> %(scope_tags)s::text[] AND {a}.tags <@ %(scope_tags)s::text[])",
+}
+
+
 @dataclass(frozen=True)
 class CallerScope:
     """Rows a recall may read: one bank, live units only, the request's hierarchy filters.
@@ -41,6 +52,11 @@ class CallerScope:
     member_id: str | None = None
     all_audiences: bool = True
     purpose: str | None = None
+    # Content filters of the request (Hindsight's ``types`` and ``tags``): ``kinds`` keeps
+    # units of these kinds; ``tags`` + ``tags_match`` (RecallQuery.tags_match) their tags.
+    kinds: tuple[str, ...] | None = None
+    tags: tuple[str, ...] | None = None
+    tags_match: str = "any"
 
     @classmethod
     def for_query(cls, bank_id: str, q: RecallQuery, principal: Principal | None, *,
@@ -65,7 +81,10 @@ class CallerScope:
                    include_superseded=getattr(q, "include_superseded", False),
                    member_id=principal.member_id if principal is not None else None,
                    all_audiences=principal.all_audiences if principal is not None else True,
-                   purpose=purpose)
+                   purpose=purpose,
+                   kinds=tuple(q.kinds) if getattr(q, "kinds", None) else None,
+                   tags=tuple(q.tags) if getattr(q, "tags", None) else None,
+                   tags_match=getattr(q, "tags_match", "any"))
 
     @property
     def restricted(self) -> bool:
@@ -109,6 +128,12 @@ class CallerScope:
         if self.hall:
             parts.append(f"{alias}.hall = %(hall)s")
             params["hall"] = self.hall
+        if self.kinds:
+            parts.append(f"{alias}.kind = ANY(%(scope_kinds)s)")
+            params["scope_kinds"] = list(self.kinds)
+        if self.tags:
+            parts.append(TAGS_SQL[self.tags_match].format(a=alias))
+            params["scope_tags"] = list(self.tags)
         if self.restricted:
             vis, vparams = self.visibility(alias)
             parts.append(vis)

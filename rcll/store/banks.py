@@ -39,13 +39,34 @@ def list_page(conn: Connection, limit: int = 50, offset: int = 0,
     params = {"only": list(only) if only is not None else None, "l": limit, "o": offset,
               **visible[1]}
     rows = conn.execute(
-        f"""SELECT b.id, b.name, b.created_at,
+        f"""SELECT b.id, b.name, b.config, b.created_at,
                   (SELECT count(*) FROM memory_units u WHERE u.bank_id = b.id AND {vis}) AS units
            FROM memory_banks b {clause} ORDER BY b.created_at DESC, b.id DESC
            LIMIT %(l)s OFFSET %(o)s""", params).fetchall()
     total = conn.execute(f"SELECT count(*) AS n FROM memory_banks b {clause}",
                          params).fetchone()["n"]
     return rows, total
+
+
+def upsert(conn: Connection, bank_id: str, name: str | None = None,
+           config: dict | None = None) -> tuple[dict, bool]:
+    """Create the bank or update it: ``name`` (when given) replaces the display name (a new
+    bank is named after its id), ``config`` keys are merged into the stored ``config``
+    (jsonb ``||``; a key with value ``None`` is removed). ``(row, created)``."""
+    from psycopg.types.json import Jsonb
+
+    config = config or {}
+    drop = [k for k, v in config.items() if v is None]
+    keep = {k: v for k, v in config.items() if v is not None}
+    row = conn.execute(
+        """INSERT INTO memory_banks (id, name, config) VALUES (%(id)s, coalesce(%(name)s, %(id)s),
+                  %(cfg)s)
+           ON CONFLICT (id) DO UPDATE SET name = coalesce(%(name)s, memory_banks.name),
+                  config = (memory_banks.config || %(cfg)s) - %(drop)s::text[]
+           RETURNING *, (xmax = 0) AS created""",
+        {"id": bank_id, "name": name, "cfg": Jsonb(keep), "drop": drop}).fetchone()
+    created = bool(row.pop("created"))
+    return row, created
 
 
 def list_all(conn: Connection) -> list[dict]:

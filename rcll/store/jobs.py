@@ -219,11 +219,25 @@ def list_recent(conn: Connection, bank_id: str | None = None, state: str | None 
     return list_page(conn, bank_id, state, limit, 0)[0]
 
 
+# RCLL's job states → the operation status names Hindsight's clients know (pending,
+# processing, completed, failed, cancelled, not_found). A ``partial`` job stored what it
+# could: ``completed``, with ``error_message`` saying what was skipped.
+HINDSIGHT_STATUS = {"queued": "pending", "running": "processing", "succeeded": "completed",
+                    "partial": "completed", "failed": "failed"}
+
+
 def to_json(job: dict) -> dict:
-    """A job row as the API's operation object (ISO times, string ids)."""
+    """A job row as the API's operation object (ISO times, string ids): RCLL's ``state``
+    (queued, running, succeeded, partial, failed) and, beside it, Hindsight's ``status``
+    (:data:`HINDSIGHT_STATUS`), ``operation_id`` (= ``id``), ``task_type`` (= ``kind``),
+    ``items_count`` and ``error_message`` (= ``error``)."""
     out = {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in job.items()}
-    out["id"] = str(job["id"])
-    out["status"] = job["state"]
+    out["id"] = out["operation_id"] = str(job["id"])
+    out["status"] = HINDSIGHT_STATUS.get(job["state"], job["state"])
+    out["task_type"] = job.get("kind")
+    counts = job.get("counts") or {}
+    out["items_count"] = int(counts.get("items", counts.get("items_total", 0)) or 0)
+    out["error_message"] = job.get("error")
     return json.loads(json.dumps(out, default=str))
 
 
@@ -241,3 +255,21 @@ def lock_for_work(conn: Connection, job_id: str) -> int | None:
     if row is None or row["state"] in TERMINAL:
         return None
     return int(row["seq"])
+
+
+def set_stage(conn: Connection, job_id: str, stage: str) -> None:
+    """Start a new job at ``stage`` instead of the retain pipeline's first one (a file job
+    starts at ``convert``); call it in the transaction that created the job."""
+    conn.execute("UPDATE jobs SET stage = %s WHERE id = %s", (stage, job_id))
+
+
+def replace_payload(conn: Connection, job_id: str, payload: list, counts: dict,
+                    from_stage: str, to_stage: str) -> bool:
+    """Swap a running job's payload (a file job: its file for the converted items), merge
+    ``counts`` and move it from ``from_stage`` to ``to_stage``, in one statement. False when
+    the job is gone, ended or no longer at ``from_stage`` (nothing changed)."""
+    return conn.execute(
+        """UPDATE jobs SET payload = %s, counts = counts || %s, stage = %s, updated_at = now()
+           WHERE id = %s AND stage = %s AND state NOT IN ('succeeded', 'failed', 'partial')
+           RETURNING id""",
+        (Jsonb(payload), Jsonb(counts), to_stage, job_id, from_stage)).fetchone() is not None

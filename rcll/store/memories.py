@@ -46,7 +46,8 @@ def get(conn: Connection, bank_id: str, unit_id: str, *,
     ``forgotten_at`` (the tombstone of ``forget``; ``forgotten`` true). A superseded or
     invalidated unit is still returned (history is readable). ``visible``: ``(sql, params)``
     on alias ``o`` (:func:`rcll.access.visibility.unit_filter` with alias ``o``) — links and
-    sources to units it refuses are left out (the unit itself is checked by the caller). Raises :class:`UnitNotFound` (also when the unit
+    sources to units it refuses are left out (the unit itself is checked by the caller).
+    Raises :class:`UnitNotFound` (also when the unit
     belongs to another bank) and ``InvalidInput`` for a malformed id.
     """
     uid = parse_unit_id(unit_id)

@@ -61,13 +61,15 @@ class VersionResult:
     (nothing written); ``revision`` is the document's revision after this call; ``left``:
     ids of units that were live before and are now invalidated (``document_replaced``) or
     re-scoped (room, hall or layer changed) — what the caller removes from the cascade's
-    caches after the commit."""
+    caches after the commit; ``forgotten``: chunks that match a unit forgotten on request
+    (its tombstone stays: forget is not undone by re-retaining; counted in ``skipped``)."""
 
     created: int
     skipped: int
     superseded: bool
     revision: int
     left: tuple[str, ...] = ()
+    forgotten: int = 0
 
 
 def apply_version(conn: Connection, bank_id: str, job_id: str, version: DocumentVersion,
@@ -111,7 +113,7 @@ def apply_version(conn: Connection, bank_id: str, job_id: str, version: Document
              version.mentioned_at, revision, version.version_seq, version.version_item,
              doc_uuid),
         )
-    created = 0
+    created = forgotten = 0
     scope_before = {} if doc["inserted"] else {
         r["chunk_hash"]: (str(r["id"]), r["room"], r["hall"], r["layer"], r["audience"],
                           tuple(r["purposes"]))
@@ -149,7 +151,8 @@ def apply_version(conn: Connection, bank_id: str, job_id: str, version: Document
              d.room, d.hall, d.layer, d.mentioned_at, Jsonb(d.metadata), d.tags, d.token_count,
              revision, d.audience, list(d.purposes)),
         ).fetchone()
-        created += bool(row and row["inserted"])  # None: a forgotten unit stays a tombstone
+        created += bool(row and row["inserted"])
+        forgotten += row is None  # the unit was forgotten on request: it stays a tombstone
     if not doc["inserted"]:  # a new document has no other units
         # derived units (facts) stay live while the chunk they derive from is in this version
         hashes = [d.chunk_hash for d in drafts]
@@ -173,7 +176,8 @@ def apply_version(conn: Connection, bank_id: str, job_id: str, version: Document
                    RETURNING mu.id""",
                 (drafts[0].audience, list(drafts[0].purposes), doc_uuid, drafts[0].audience,
                  list(drafts[0].purposes))).fetchall()]
-    return VersionResult(created, len(drafts) - created, False, revision, tuple(left))
+    return VersionResult(created, len(drafts) - created, False, revision, tuple(left),
+                         forgotten)
 
 
 def count_for_job(conn: Connection, job_id: str) -> int:

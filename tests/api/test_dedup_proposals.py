@@ -20,7 +20,7 @@ DUPES = [
 
 def _retain(client, bank: str, items=DUPES) -> None:
     r = client.post(f"/v1/default/banks/{bank}/memories", json={"items": items, "async": False})
-    assert r.status_code == 200 and r.get_json()["status"] == "succeeded", r.get_json()
+    assert r.status_code == 200 and r.get_json()["state"] == "succeeded", r.get_json()
 
 
 def _scan(client, bank: str) -> dict:

@@ -10,7 +10,7 @@ BASE = "/v1/default/banks/{bank}/memories/{uid}/feedback"
 def _units(client, services, bank: str, texts: list[str]) -> list[str]:
     r = client.post(f"/v1/default/banks/{bank}/memories", json={"items": [
         {"content": t, "document_id": f"d{i}"} for i, t in enumerate(texts)], "async": False})
-    assert r.get_json()["status"] == "succeeded", r.get_json()
+    assert r.get_json()["state"] == "succeeded", r.get_json()
     with services.pool.connection() as conn:
         rows = conn.execute("""SELECT u.id::text AS id, d.document_id FROM memory_units u
                                JOIN documents d ON d.id = u.document_id WHERE u.bank_id = %s

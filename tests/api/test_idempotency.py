@@ -13,7 +13,7 @@ def test_re_retain_same_documents_changes_nothing(client, worker, services):
     before = db_counts(services, bank)
     second = client.post(f"/v1/default/banks/{bank}/memories", json={"items": ITEMS}).get_json()
     op = wait_job(client, bank, second["operation_id"])
-    assert op["status"] == "succeeded"
+    assert op["state"] == "succeeded"
     assert op["counts"]["units_created"] == 0
     assert op["counts"]["units_skipped"] == 12
     after = db_counts(services, bank)

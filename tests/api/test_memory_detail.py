@@ -12,7 +12,7 @@ def _setup(client, services, bank: str) -> dict:
         {"content": "Maya: Pixel the cat sleeps on my keyboard all day.", "document_id": "m2"},
         {"content": "my cat naps in the sun all week long", "document_id": "m3"},
     ], "async": False})
-    assert r.get_json()["status"] == "succeeded"
+    assert r.get_json()["state"] == "succeeded"
     with services.pool.connection() as conn, conn.transaction():
         chunks = {x["document_id"]: str(x["id"]) for x in conn.execute(
             """SELECT u.id, d.document_id FROM memory_units u JOIN documents d
@@ -83,11 +83,14 @@ def test_recall_results_carry_their_entities(client, services):
     res = client.post(f"/v1/default/banks/{bank}/memories/recall",
                       json={"query": "what is the name of Maya's cat?"}).get_json()["results"]
     by_id = {x["id"]: x for x in res}
-    assert by_id[ids["m1"]]["entities"] == [{"id": ids["Maya"], "name": "Maya"},
+    assert by_id[ids["m1"]]["entity_refs"] == [{"id": ids["Maya"], "name": "Maya"},
                                             {"id": ids["Pixel"], "name": "Pixel"}]
-    assert by_id[ids["fact"]]["entities"] == [{"id": ids["Maya"], "name": "Maya"},
+    assert by_id[ids["fact"]]["entity_refs"] == [{"id": ids["Maya"], "name": "Maya"},
                                               {"id": ids["Pixel"], "name": "Pixel"}]
     # "Pixel" opens m2's sentence after the speaker prefix: a lone sentence-initial word is
     # not taken as a name by the deterministic extractor
-    assert by_id[ids["m2"]]["entities"] == [{"id": ids["Maya"], "name": "Maya"}]
+    assert by_id[ids["m2"]]["entity_refs"] == [{"id": ids["Maya"], "name": "Maya"}]
+    assert by_id[ids["m3"]]["entity_refs"] == []
+    # Hindsight's field beside it: the names (its client's RecallResult.entities is list[str])
+    assert by_id[ids["m1"]]["entities"] == ["Maya", "Pixel"]
     assert by_id[ids["m3"]]["entities"] == []

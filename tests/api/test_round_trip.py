@@ -15,11 +15,11 @@ ITEMS = [
 def test_retain_then_recall_through_worker(client, worker, services):
     bank = "rt-bank"
     resp = client.post(f"/v1/default/banks/{bank}/memories", json={"items": ITEMS})
-    assert resp.status_code == 202
+    assert resp.status_code == 200
     body = resp.get_json()
-    assert body["status"] in ("queued", "running") and body["items_count"] == 3
+    assert body["state"] in ("queued", "running") and body["items_count"] == 3
     op = wait_job(client, bank, body["operation_id"])
-    assert op["status"] == "succeeded", op
+    assert op["state"] == "succeeded", op
     assert op["counts"]["units_created"] == 3
     assert op["counts"]["units_embedded"] == 3
     assert db_counts(services, bank)["embeddings"] == 3
@@ -51,7 +51,7 @@ def test_retain_then_recall_through_worker(client, worker, services):
 def test_seed_get_recall_route(client, worker, services):
     bank = "rt-get"
     body = client.post(f"/banks/{bank}/retain", json={"items": ITEMS[:2], "async": False}).get_json()
-    assert body["status"] == "succeeded"
+    assert body["state"] == "succeeded"
     res = client.get(f"/banks/{bank}/recall?query=charity%20race&limit=1")
     assert res.status_code == 200
     assert [r["document_id"] for r in res.get_json()["results"]] == ["conv/D1:1"]

@@ -23,7 +23,7 @@ FACTS = ["Ana: the deploy freeze starts on Friday at noon.",
 
 def _retain(client, bank, items):
     r = client.post(f"/v1/default/banks/{bank}/memories", json={"items": items, "async": False})
-    assert r.status_code == 200 and r.get_json()["status"] == "succeeded", r.get_json()
+    assert r.status_code == 200 and r.get_json()["state"] == "succeeded", r.get_json()
 
 
 def _ids_and_vectors(services, bank):

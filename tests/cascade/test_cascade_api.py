@@ -24,7 +24,7 @@ Q = "why did the payroll export fail?"
 def _retain(client, bank, texts):
     items = [{"content": t, "document_id": f"n{i}"} for i, t in enumerate(texts)]
     r = client.post(f"/v1/default/banks/{bank}/memories", json={"items": items, "async": False})
-    assert r.status_code == 200 and r.get_json()["status"] == "succeeded", r.get_json()
+    assert r.status_code == 200 and r.get_json()["state"] == "succeeded", r.get_json()
 
 
 def _recall(client, bank, **kw):
@@ -74,7 +74,9 @@ def test_token_budget_policy(client, services):
     assert services.after_recall.flush(10)
     compact = _recall(client, bank, context_tokens_left=1_500)
     assert compact["tiers"] == ["hot"] and 1 <= len(compact["results"]) <= 3
-    assert set(compact["results"][0]) == {"id", "text", "kind", "layer", "tokens", "scores"}
+    # compact, plus Hindsight's ``type`` (api/hindsight.py) beside ``kind``
+    assert set(compact["results"][0]) == {"id", "text", "kind", "type", "layer", "tokens",
+                                          "scores"}
     assert client.post(f"/v1/default/banks/{bank}/memories/recall",
                        json={"query": Q, "context_tokens_left": -5}).status_code == 400
     r = client.get(f"/banks/{bank}/recall?query=payroll&tiers=hot,lukewarm")

@@ -14,7 +14,7 @@ PARA = {k: " ".join(f"The {k} section sentence {i} describes topic {k}{i} in som
 
 def _retain(client, bank, items):
     r = client.post(f"/v1/default/banks/{bank}/memories", json={"items": items, "async": False})
-    assert r.status_code == 200 and r.get_json()["status"] == "succeeded", r.get_json()
+    assert r.status_code == 200 and r.get_json()["state"] == "succeeded", r.get_json()
 
 
 def _units(services, bank):

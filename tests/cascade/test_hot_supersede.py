@@ -16,7 +16,7 @@ from tests.llm.test_llm_extraction import (  # noqa: F401 (fixtures)
 
 def test_superseded_fact_leaves_tier_1(llm_client, llm_svc):  # noqa: F811
     bank = "hot-superseded"
-    assert retain(llm_client, bank, [{"content": "Dana: MARK-OLD"}])["status"] == "succeeded"
+    assert retain(llm_client, bank, [{"content": "Dana: MARK-OLD"}])["state"] == "succeeded"
     old = q(llm_svc, """SELECT u.id, e.embedding FROM memory_units u JOIN memory_embeddings e
                         ON e.unit_id = u.id WHERE u.bank_id = %s AND u.text = %s""",
             bank, "Dana works at Acme.")[0]
@@ -25,7 +25,7 @@ def test_superseded_fact_leaves_tier_1(llm_client, llm_svc):  # noqa: F811
     hot = llm_svc.hot_tier
     assert [h.unit_id for h in hot.lookup(CallerScope(bank), vec, threshold=0.95, limit=5)] \
         == [old_id]
-    assert retain(llm_client, bank, [{"content": "Dana: MARK-NEW"}])["status"] == "succeeded"
+    assert retain(llm_client, bank, [{"content": "Dana: MARK-NEW"}])["state"] == "succeeded"
     row = q(llm_svc, "SELECT superseded_by_id FROM memory_units WHERE id = %s", old_id)[0]
     assert row["superseded_by_id"] is not None
     assert hot.lookup(CallerScope(bank), vec, threshold=0.95, limit=5) == []

@@ -10,7 +10,7 @@ def _retain(client, items):
     resp = client.post(f"/v1/default/banks/{BANK}/memories",
                        json={"items": items, "async": False})
     assert resp.status_code == 200, resp.get_json()
-    assert resp.get_json()["status"] == "succeeded", resp.get_json()
+    assert resp.get_json()["state"] == "succeeded", resp.get_json()
 
 
 def _by_name(client, **params):
@@ -141,7 +141,7 @@ def test_merge_chains_repoint_and_carry_proposals_and_split_refuses_clashes(clie
         {"content": "Nia: Quentin Marlowe and Rosalind Okafor met Thaddeus Brightwater.",
          "document_id": "a"},
         {"content": "Nia: Ursula Vance joined later.", "document_id": "b"}]})
-    assert resp.get_json()["status"] == "succeeded"
+    assert resp.get_json()["state"] == "succeeded"
     ids = {e["normalized"]: e["id"] for e in client.get(url, query_string={"limit": 100})
            .get_json()["entities"]}
     q, r, t, u = (ids[n] for n in ("quentin marlowe", "rosalind okafor", "thaddeus brightwater",

@@ -31,7 +31,7 @@ def test_retain_stores_entities_mentions_and_links(client, worker, services):
              for i, (c, t) in enumerate(ITEMS)]
     op = client.post(f"/v1/default/banks/{bank}/memories", json={"items": items}).get_json()
     done = wait_job(client, bank, op["operation_id"])
-    assert done["status"] == "succeeded", done
+    assert done["state"] == "succeeded", done
     with services.pool.connection() as conn:
         names = {r["normalized"]: r["n"] for r in conn.execute(
             """SELECT e.normalized, count(ue.unit_id) AS n FROM entities e
@@ -62,7 +62,7 @@ def test_entity_links_are_bounded_per_mention(client, worker, services):
     items = [{"content": f"Caroline: note {i} about the garden.", "document_id": f"n{i}",
               "timestamp": f"2024-01-{i + 1:02d}T08:00:00"} for i in range(12)]
     op = client.post(f"/v1/default/banks/{bank}/memories", json={"items": items}).get_json()
-    assert wait_job(client, bank, op["operation_id"])["status"] == "succeeded"
+    assert wait_job(client, bank, op["operation_id"])["state"] == "succeeded"
     with services.pool.connection() as conn:
         per_unit = conn.execute(
             """SELECT max(n) AS most, sum(n) AS total FROM (SELECT from_unit, count(*) AS n
@@ -80,7 +80,7 @@ def test_names_of_one_batch_resolve_against_each_other(client, worker, services)
               "document_id": "k2"},
              {"content": "Omar: I think Caroline knows.", "document_id": "k3"}]
     op = client.post(f"/v1/default/banks/{bank}/memories", json={"items": items}).get_json()
-    assert wait_job(client, bank, op["operation_id"])["status"] == "succeeded"
+    assert wait_job(client, bank, op["operation_id"])["state"] == "succeeded"
     with services.pool.connection() as conn:
         rows = {r["normalized"]: r["aliases"] for r in conn.execute(
             "SELECT normalized, aliases FROM entities WHERE bank_id = %s", (bank,))}
@@ -99,7 +99,7 @@ def test_a_certain_fuzzy_match_becomes_an_alias_with_history(client, worker, ser
                                  "Lena: both Kubernetes Clusters are up."]):
         op = client.post(f"/v1/default/banks/{bank}/memories",
                          json={"items": [{"content": content, "document_id": f"a{n}"}]}).get_json()
-        assert wait_job(client, bank, op["operation_id"])["status"] == "succeeded"
+        assert wait_job(client, bank, op["operation_id"])["state"] == "succeeded"
     with services.pool.connection() as conn:
         rows = conn.execute(
             """SELECT e.normalized, e.aliases, h.action, h.detail FROM entities e

@@ -87,7 +87,7 @@ def llm_client(llm_svc, llm_worker):
 
 def retain(client, bank, items):
     resp = client.post(f"/v1/default/banks/{bank}/memories", json={"items": items})
-    assert resp.status_code == 202, resp.get_json()
+    assert resp.status_code == 200, resp.get_json()
     return wait_job(client, bank, resp.get_json()["operation_id"], timeout_s=120)
 
 
@@ -100,7 +100,7 @@ def test_facts_stored_with_links_dates_version_and_usage(llm_client, llm_svc):
     op = retain(llm_client, "llm-valid", [{"content": "Alice: I moved to Lisbon in 2021 and I love "
                                            "the trams. Bob helped me yesterday. MARK-VALID",
                                            "timestamp": TS, "document_id": "d1"}])
-    assert op["status"] == "succeeded", op
+    assert op["state"] == "succeeded", op
     assert op["counts"]["facts_created"] == 3 and op["counts"]["chunks_extracted"] == 1
     rows = q(llm_svc, """SELECT id, text, kind, origin, extraction_version, entity_names,
                                 occurred_start, mentioned_at, chunk_hash FROM memory_units
@@ -139,7 +139,7 @@ def test_facts_stored_with_links_dates_version_and_usage(llm_client, llm_svc):
 def test_a_bad_first_reply_is_retried(llm_client, llm_svc, marker, fact):
     bank = f"llm-{marker.lower()}"
     op = retain(llm_client, bank, [{"content": f"Carol: note {marker}", "timestamp": TS}])
-    assert op["status"] == "succeeded", op
+    assert op["state"] == "succeeded", op
     assert op["llm_usage"]["calls"] == 2 and op["llm_usage"]["retries"] == 1
     texts = [r["text"] for r in q(llm_svc, "SELECT text FROM memory_units WHERE bank_id = %s "
                                   "AND origin = 'derived'", bank)]
@@ -150,7 +150,7 @@ def test_invalid_reply_is_an_item_error_with_raw_reply_and_a_partial_job(llm_cli
     op = retain(llm_client, "llm-partial", [
         {"content": "Erin: first MARK-ALWAYS-BAD", "document_id": "bad"},
         {"content": "Erin: I adopted a cat named Miso.", "document_id": "good"}])
-    assert op["status"] == "partial", op
+    assert op["state"] == "partial", op
     assert "LLMReplyInvalid" in op["error"] and "Sure! Here are the facts" in op["error"]
     assert op["counts"]["chunks_failed"] == 1 and op["counts"]["chunks_extracted"] == 1
     assert op["item_errors_total"] == 1
@@ -168,7 +168,7 @@ def test_invalid_reply_is_an_item_error_with_raw_reply_and_a_partial_job(llm_cli
 def test_all_chunks_failing_fails_the_job_with_the_reason(llm_client, llm_svc, marker, needle):
     bank = f"llm-fail-{marker.lower()}"
     op = retain(llm_client, bank, [{"content": f"Finn: {marker}"}])
-    assert op["status"] == "failed", op  # never an empty success
+    assert op["state"] == "failed", op  # never an empty success
     assert needle in op["error"]
     assert op["counts"]["facts_created"] == 0
     assert op["item_errors"][0]["error"].startswith("LLMReplyInvalid")
@@ -177,15 +177,15 @@ def test_all_chunks_failing_fails_the_job_with_the_reason(llm_client, llm_svc, m
 def test_provider_down_stops_the_stage_and_fails_the_job(llm_client, llm_svc):
     items = [{"content": f"Hal: note {i} MARK-DOWN", "document_id": f"down{i}"} for i in range(5)]
     op = retain(llm_client, "llm-down", items)
-    assert op["status"] == "failed", op
+    assert op["state"] == "failed", op
     assert "LLMUnavailable" in op["error"] and "2 chunks not extracted" in op["error"]
     assert op["counts"]["chunks_failed"] == 3 and op["counts"]["chunks_not_extracted"] == 2
     assert op["llm_usage"]["calls"] == 9  # 3 chunks x (1 + 2 retries), then it stopped
 
 
 def test_supersedes_keeps_the_old_fact(llm_client, llm_svc):
-    assert retain(llm_client, "llm-sup", [{"content": "Dana: MARK-OLD"}])["status"] == "succeeded"
-    assert retain(llm_client, "llm-sup", [{"content": "Dana: MARK-NEW"}])["status"] == "succeeded"
+    assert retain(llm_client, "llm-sup", [{"content": "Dana: MARK-OLD"}])["state"] == "succeeded"
+    assert retain(llm_client, "llm-sup", [{"content": "Dana: MARK-NEW"}])["state"] == "succeeded"
     rows = {r["text"]: r for r in q(llm_svc, """SELECT id, text, superseded_by_id,
             invalidated_reason FROM memory_units WHERE bank_id = 'llm-sup' AND origin = 'derived'""")}
     old, new = rows["Dana works at Acme."], rows["Dana now works at Globex."]
@@ -199,7 +199,7 @@ def test_retaining_the_same_document_again_keeps_its_facts_live(llm_client, llm_
     item = {"content": "Gina: I planted tomatoes. They grew fast.", "document_id": "g1"}
     first = retain(llm_client, "llm-again", [item])
     second = retain(llm_client, "llm-again", [item])
-    assert first["counts"]["facts_created"] == 2 and second["status"] == "succeeded"
+    assert first["counts"]["facts_created"] == 2 and second["state"] == "succeeded"
     live = q(llm_svc, "SELECT count(*) AS n FROM memory_units WHERE bank_id = 'llm-again' AND "
              "origin = 'derived' AND invalidated_reason IS NULL")
     assert live[0]["n"] == 2
@@ -214,11 +214,11 @@ def test_readyz_reports_the_llm(llm_client, client):
 def test_closets_made_on_request_stored_embedded_and_recalled(llm_client, llm_svc):
     items = [{"content": f"Hana: sprint {i} of the billing service shipped the invoice export.",
               "document_id": f"h{i}", "timestamp": TS} for i in range(6)]
-    assert retain(llm_client, "llm-closet", items)["status"] == "succeeded"
+    assert retain(llm_client, "llm-closet", items)["state"] == "succeeded"
     resp = llm_client.post("/v1/default/banks/llm-closet/closets", json={})
     assert resp.status_code == 202, resp.get_json()
     op = wait_job(llm_client, "llm-closet", resp.get_json()["operation_id"])
-    assert op["status"] == "succeeded", op
+    assert op["state"] == "succeeded", op
     assert op["kind"] == "closets" and op["counts"]["closets_created"] >= 1
     listed = llm_client.get("/v1/default/banks/llm-closet/closets").get_json()
     assert listed["total"] == op["counts"]["closets_created"]
@@ -248,7 +248,7 @@ def test_closet_check_enqueues_groups_past_the_threshold(llm_client, llm_svc, ll
 
     items = [{"content": f"Ines: deploy {i} of the payment gateway went out.", "document_id": f"i{i}"}
              for i in range(4)]
-    assert retain(llm_client, "llm-beat", items)["status"] == "succeeded"
+    assert retain(llm_client, "llm-beat", items)["state"] == "succeeded"
     celery = make_celery(llm_worker)
     sent: list[str] = []
 
@@ -261,7 +261,7 @@ def test_closet_check_enqueues_groups_past_the_threshold(llm_client, llm_svc, ll
     made = closets.enqueue_due(llm_svc.pool, True, 3, send, bank_id="llm-beat")
     assert len(made) == 1 and sent == made
     op = wait_job(llm_client, "llm-beat", made[0])
-    assert op["status"] == "succeeded" and op["counts"]["closets_created"] == 1
+    assert op["state"] == "succeeded" and op["counts"]["closets_created"] == 1
     # the group's units are now older than its closet: nothing is due any more
     assert closets.enqueue_due(llm_svc.pool, True, 3, send, bank_id="llm-beat") == []
 
@@ -273,11 +273,11 @@ def test_a_lost_closets_job_is_resent_by_the_sweep(llm_client, llm_svc):
 
     items = [{"content": f"Jo: backup {i} of the archive finished.", "document_id": f"j{i}"}
              for i in range(3)]
-    assert retain(llm_client, "llm-lost", items)["status"] == "succeeded"
+    assert retain(llm_client, "llm-lost", items)["state"] == "succeeded"
     with llm_svc.pool.connection() as conn, conn.transaction():
         job = closets.create_job(conn, "llm-lost", None, None)  # never sent
     op = wait_job(llm_client, "llm-lost", str(job["id"]), timeout_s=60)
-    assert op["status"] == "succeeded" and op["kind"] == "closets", op
+    assert op["state"] == "succeeded" and op["kind"] == "closets", op
     assert op["counts"]["closets_created"] >= 1
 
 
@@ -306,13 +306,13 @@ def test_killed_worker_mid_extraction_duplicates_nothing(llm_client, llm_svc, ll
     run_dir = llm_settings.run_dir.resolve()
     processes.kill(run_dir, "worker-llm")
     mid = llm_client.get(f"/v1/default/banks/{bank}/operations/{op_id}").get_json()
-    assert mid["status"] == "running" and mid["stage"] == "extract"
+    assert mid["state"] == "running" and mid["stage"] == "extract"
     facts_at_kill = q(llm_svc, "SELECT count(*) AS n FROM memory_units WHERE bank_id = %s AND "
                       "origin = 'derived'", bank)[0]["n"]
     assert 4 <= facts_at_kill < 24
     stack.start_worker(llm_settings, name="worker-llm", log=lambda *_: None)
     final = wait_job(llm_client, bank, op_id, timeout_s=180)
-    assert final["status"] == "succeeded", final
+    assert final["state"] == "succeeded", final
     assert final["lease_expiries"] >= 1 and final["counts"]["facts_created"] == 24
     rows = q(llm_svc, """SELECT count(*) AS units, count(DISTINCT (document_id, chunk_hash)) AS keys
                          FROM memory_units WHERE bank_id = %s AND origin = 'derived'""", bank)[0]

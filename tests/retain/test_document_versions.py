@@ -24,7 +24,7 @@ def _retain(client, bank, content, doc="doc", **extra):
         {"content": content, "document_id": doc, **extra}], "async": False})
     assert r.status_code == 200, r.get_json()
     op = r.get_json()["operation"]
-    assert op["status"] == "succeeded", op
+    assert op["state"] == "succeeded", op
     return op
 
 
@@ -189,7 +189,7 @@ def test_racing_versions_on_a_worker_with_concurrency_leave_one_live(app, servic
                 {"content": VERSIONS[v], "document_id": "doc"}]}).get_json()["operation_id"]
                 for v in ("A", "B", "C", "AB")}
             for op in ops.values():
-                assert wait_job(c, bank, op)["status"] == "succeeded"
+                assert wait_job(c, bank, op)["state"] == "succeeded"
             live = [r["text"] for r in _live(services, bank)]
             assert live == _chunks(services, VERSIONS["AB"]), trial  # the newest job wins
     finally:

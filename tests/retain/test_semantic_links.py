@@ -30,7 +30,7 @@ def test_retain_through_the_worker_links_near_duplicates_only(client, services, 
     r = client.post(f"/v1/default/banks/{bank}/memories", json={"items": ITEMS})
     assert r.status_code == 202
     op = wait_job(client, bank, r.get_json()["operation_id"])
-    assert op["status"] == "succeeded", op
+    assert op["state"] == "succeeded", op
     found = _links(services, bank)
     assert set(found) == {("k1", "k2"), ("k2", "k1")}  # both new: each links to the other
     assert 0.8 < found[("k1", "k2")] == found[("k2", "k1")] <= 1.0
@@ -39,7 +39,7 @@ def test_retain_through_the_worker_links_near_duplicates_only(client, services, 
     # a later unit links to the earlier ones; the earlier links stay as they were
     r = client.post(f"/v1/default/banks/{bank}/memories", json={"items": [
         {"content": "Zed: the pasta recipe needs 2 eggs, flour and some salt.", "document_id": "z2"}]})
-    assert wait_job(client, bank, r.get_json()["operation_id"])["status"] == "succeeded"
+    assert wait_job(client, bank, r.get_json()["operation_id"])["state"] == "succeeded"
     found2 = _links(services, bank)
     assert set(found2) - set(found) == {("z2", "z1")}
     assert all(found2[k] == v for k, v in found.items())

@@ -12,7 +12,7 @@ def test_recall_and_retain_without_embedder(settings):
         body = c.post("/v1/default/banks/no-emb/memories", json={"items": [
             {"content": "Fay: the invoice for March was paid late.", "document_id": "i"}],
             "async": False}).get_json()
-        assert body["status"] == "partial"
+        assert body["state"] == "partial"
         assert "embedder unavailable" in body["operation"]["error"]
         out = c.post("/v1/default/banks/no-emb/memories/recall",
                      json={"query": "march invoice"}).get_json()

@@ -25,7 +25,7 @@ def test_sentence_at_end_of_long_text_found_by_dense_channel(client, services):
             "Our neighbour keeps chickens behind the garage.",
         ])]
     r = client.post(f"/v1/default/banks/{bank}/memories", json={"items": items, "async": False})
-    assert r.get_json()["status"] == "succeeded"
+    assert r.get_json()["state"] == "succeeded"
     res = client.post(f"/v1/default/banks/{bank}/memories/recall", json={
         "query": "where is the spare key to the boathouse hidden?", "channels": "dense"}).get_json()
     top = res["results"][0]

@@ -20,7 +20,7 @@ def _array(v) -> np.ndarray:
 
 def _retain(client, bank: str, items: list[dict]) -> None:
     r = client.post(f"/v1/default/banks/{bank}/memories", json={"items": items, "async": False})
-    assert r.status_code == 200 and r.get_json()["status"] == "succeeded", r.get_json()
+    assert r.status_code == 200 and r.get_json()["state"] == "succeeded", r.get_json()
 
 
 def _ids(services, bank: str) -> dict[str, str]:
@@ -120,7 +120,7 @@ def test_collapse_with_the_embedder_down(client, services, settings):
             {"content": "Kai: the team offsite is in Porto on May 3rd.", "document_id": "a"},
             {"content": "Kai: the team offsite is on May 3rd in Porto.", "document_id": "b"}],
             "async": False})
-        assert r.get_json()["status"] == "partial"  # stored, not embedded
+        assert r.get_json()["state"] == "partial"  # stored, not embedded
         out = _recall(c, "post-novec", query="team offsite Porto")
         assert len(out["results"]) == 2 and out["counts"]["collapsed"] == 0
         assert any(d.startswith("collapse_duplicates: skipped") for d in out["degraded"])

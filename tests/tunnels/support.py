@@ -22,7 +22,7 @@ def retain(client, bank: str, texts: list[str]) -> dict[str, str]:
     """Retain ``texts`` into ``bank`` synchronously; ``{text: unit id}``."""
     items = [{"content": t, "document_id": f"d{i}"} for i, t in enumerate(texts)]
     r = client.post(f"/v1/default/banks/{bank}/memories", json={"items": items, "async": False})
-    assert r.status_code == 200 and r.get_json()["status"] == "succeeded", r.get_json()
+    assert r.status_code == 200 and r.get_json()["state"] == "succeeded", r.get_json()
     return unit_ids(client.application.extensions["rcll"], bank)
 
 

@@ -28,7 +28,7 @@ def test_deleted_bank_stops_its_job_once_and_stays_gone(client, worker, services
     r = client.post(f"/v1/default/banks/{bank}/memories", json={"items": [
         {"content": "Zoe: the new bank holds only this note.", "document_id": "zoe"}],
         "async": False})
-    assert r.status_code == 200 and r.get_json()["status"] == "succeeded"
+    assert r.status_code == 200 and r.get_json()["state"] == "succeeded"
     log_file = settings.run_dir.resolve() / "worker.log"
     deadline = time.monotonic() + 30
     while f"retain job {job_id} stopped" not in log_file.read_text(errors="replace") \

@@ -33,9 +33,9 @@ def test_redis_restart_does_not_strand_queued_jobs(client, services, settings, w
                             json={"items": [{"content": f"Kai: server {i} moves to rack {i + 3}.",
                                              "document_id": f"rr-{i}"}]},
                             headers={"Idempotency-Key": f"rr-{i}"})
-            assert r.status_code == 202
+            assert r.status_code == 200
             ops.append(r.get_json()["operation_id"])
-        assert {_job(client, bank, o)["status"] for o in ops} == {"queued"}
+        assert {_job(client, bank, o)["state"] for o in ops} == {"queued"}
         dev_redis.stop(settings)  # no persistence: every queued message is gone
         assert dev_redis.ensure(settings, log=lambda *_: None)
         # re-posting a key returns the stranded job; the sweep is what re-sends it
@@ -49,7 +49,7 @@ def test_redis_restart_does_not_strand_queued_jobs(client, services, settings, w
         stack.start_beat(settings, log=lambda *_: None)
     t = time.monotonic()
     finals = [wait_job(client, bank, o, timeout_s=60) for o in ops]
-    assert [f["status"] for f in finals] == ["succeeded"] * 6, finals
+    assert [f["state"] for f in finals] == ["succeeded"] * 6, finals
     print(f"\nall {len(ops)} stranded jobs succeeded {time.monotonic() - t:.1f}s after "
           "the worker and beat were up")
     assert time.monotonic() - t < 60
@@ -77,7 +77,7 @@ def test_stage_finished_during_outage_gets_next_resent_promptly(client, services
     # a beat sweep may have re-sent it a moment earlier; either way it is not left waiting
     t = time.monotonic()
     op = wait_job(client, bank, job_id, timeout_s=30)
-    assert op["status"] == "succeeded" and op["counts"]["units_embedded"] == 1
+    assert op["state"] == "succeeded" and op["counts"]["units_embedded"] == 1
     assert job_id in resent or time.monotonic() - t < 10
 
 
@@ -106,7 +106,7 @@ def test_resent_job_held_elsewhere_is_not_run_twice(client, services, settings, 
             assert not jobs.acquire_lease(conn, job_id, "someone-else", first.name, True, 30)
     # released: the next sweep re-sends it and it runs once
     op = wait_job(client, bank, job_id, timeout_s=30)
-    assert op["status"] == "succeeded" and op["attempts"] == 1
+    assert op["state"] == "succeeded" and op["attempts"] == 1
 
 
 def test_dead_workers_job_is_resent_after_its_lease_expires(client, services, settings, worker):
@@ -120,7 +120,7 @@ def test_dead_workers_job_is_resent_after_its_lease_expires(client, services, se
                      "lease_until = now() - interval '1 second', "
                      "updated_at = now() - %s WHERE id = %s", (timedelta(seconds=40), job_id))
     op = wait_job(client, bank, job_id, timeout_s=30)
-    assert op["status"] == "succeeded"
+    assert op["state"] == "succeeded"
 
 
 def test_beat_process_schedules_the_sweep_on_maintenance(settings, worker):
@@ -150,5 +150,5 @@ def test_job_that_keeps_killing_its_worker_ends_failed(client, services, setting
                      "updated_at = now() - interval '1 hour' WHERE id = %s",
                      (settings.job_max_lease_expiries - 1, job_id))
     op = wait_job(client, bank, job_id, timeout_s=30)
-    assert op["status"] == "failed" and "stopped" in op["error"]
+    assert op["state"] == "failed" and "stopped" in op["error"]
     assert op["attempts"] == 0  # not re-sent again

@@ -33,7 +33,7 @@ def test_postgres_restart_mid_job_loses_no_item(client, worker, services, settin
     time.sleep(5)
     postgres.start(settings, log=lambda *_: None)
     op = wait_job(client, bank, job_id, timeout_s=240)
-    assert op["status"] == "succeeded", op
+    assert op["state"] == "succeeded", op
     assert op["counts"]["items_failed"] == 0 and not op["counts"].get("errors")
     assert op["counts"]["units_created"] == n
     counts = db_counts(services, bank)

@@ -24,7 +24,7 @@ def test_stale_running_job_is_re_enqueued(client, services, worker, settings):
     assert first in ([str(job["id"])], [])
     assert str(job["id"]) not in sweep_jobs(services, celery)  # claimed once
     op = wait_job(client, bank, str(job["id"]))
-    assert op["status"] == "succeeded" and op["counts"]["units_embedded"] == 1
+    assert op["state"] == "succeeded" and op["counts"]["units_embedded"] == 1
     assert op["resends"] == 0  # reset when a worker took the lease
     assert db_counts(services, bank)["units"] == 1
 
@@ -42,8 +42,8 @@ def test_failed_enqueue_can_be_retried_with_the_same_key(services, worker, app):
     op_id = r.get_json()["error"]["details"]["operation_id"]
     c = app.test_client()
     failed = c.get(f"/v1/default/banks/enq-retry/operations/{op_id}").get_json()
-    assert failed["status"] == "failed" and failed["error"].startswith("enqueue failed")
+    assert failed["state"] == "failed" and failed["error"].startswith("enqueue failed")
     r = c.post("/v1/default/banks/enq-retry/memories", json=body,
                headers={"Idempotency-Key": "retry-1"})
-    assert r.status_code == 202 and r.get_json()["operation_id"] == op_id
-    assert wait_job(c, "enq-retry", op_id)["status"] == "succeeded"
+    assert r.status_code == 200 and r.get_json()["operation_id"] == op_id
+    assert wait_job(c, "enq-retry", op_id)["state"] == "succeeded"

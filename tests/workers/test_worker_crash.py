@@ -25,18 +25,18 @@ def test_killed_worker_does_not_duplicate(client, worker, services, settings):
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:  # wait until the first job is mid-flight
         op = client.get(f"/v1/default/banks/{bank}/operations/{ops[0]['operation_id']}").get_json()
-        if op["status"] == "running":
+        if op["state"] == "running":
             break
         time.sleep(0.02)
     processes.kill(run_dir, "worker")
     states = [client.get(f"/v1/default/banks/{bank}/operations/{o['operation_id']}")
-              .get_json()["status"] for o in ops]
+              .get_json()["state"] for o in ops]
     assert states[0] == "running"  # killed mid-job
     assert states[1] in ("queued", "running")
 
     stack.start_worker(settings, name="worker", log=lambda *_: None)
     finals = [wait_job(client, bank, o["operation_id"], timeout_s=180) for o in ops]
-    assert [f["status"] for f in finals] == ["succeeded", "succeeded"]
+    assert [f["state"] for f in finals] == ["succeeded", "succeeded"]
     # counts add up over attempts: a redelivered job's earlier units are not "skipped"
     assert [f["counts"]["units_created"] for f in finals] == [50, 50]
     assert [f["counts"]["units_skipped"] for f in finals] == [0, 0]

@@ -1,0 +1,375 @@
+"""Hindsight's routes RCLL did not have (issue 10): bank create/update, profile, stats,
+config; memories list and clear; tags; documents list, get, delete; reflect; ``/version``
+and ``/health``. Shapes and field mapping: :mod:`api.hindsight`. Each declares its role
+(:func:`api.auth.requires`); lists and counts hold only what the caller may see."""
+
+from __future__ import annotations
+
+import time
+from uuid import UUID
+
+from flask import Blueprint, jsonify, request
+
+import rcll
+from api import hindsight as hs
+from api.auth import principal, requires
+from api.deps import json_body, services
+from api.errors import APIError
+from api.paging import page_params
+from api.schemas import check_bank_id
+from rcll.access.visibility import unit_filter
+from rcll.cascade import invalidation
+from rcll.reflect import reflect as run_reflect
+from rcll.search.models import TAGS_MATCH, RecallQuery
+from rcll.store import audit, banks, documents
+
+bp = Blueprint("hindsight", __name__)
+BANK = "/v1/default/banks/<bank_id>"
+STARTED = time.monotonic()
+
+
+def _member() -> str | None:
+    """The member whose audience rules apply, ``None`` when the caller sees every unit."""
+    who = principal()
+    return None if who.all_audiences else who.member_id
+
+
+def _visible(bank_id: str) -> tuple[str, dict]:
+    """The units of ``bank_id`` a listing shows or counts (alias ``u``): the one rule outside
+    recall, :func:`rcll.access.visibility.unit_filter` (audience, and a purpose granted to
+    the caller on the bank)."""
+    return unit_filter(principal(), bank_id, alias="u")
+
+
+def _tags_args() -> tuple[list[str] | None, str]:
+    tags = request.args.getlist("tags") or None
+    match = request.args.get("tags_match") or "any"
+    if match not in TAGS_MATCH:
+        raise APIError(400, "invalid_request", f"tags_match must be one of {', '.join(TAGS_MATCH)}",
+                       {"field": "tags_match"})
+    return tags, match
+
+
+# -- banks -------------------------------------------------------------------------------
+
+@bp.put(BANK)
+@bp.patch(BANK)
+@requires("admin")
+def put_bank(bank_id: str):
+    """Create the bank or update its name, mission, background and disposition
+    (:data:`api.hindsight.BANK_FIELDS`) → 200 Hindsight's bank profile (``created`` says
+    whether it is new)."""
+    check_bank_id(bank_id)
+    name, cfg = hs.bank_update(json_body())
+    with services().pool.connection() as conn:
+        row, created = banks.upsert(conn, bank_id, name, cfg)
+        audit.record(conn, principal().member_id, "bank.create" if created else "bank.update",
+                     bank_id, details={"name": name, "fields": sorted(cfg)})
+    return jsonify({**hs.bank_profile(row), "created": created})
+
+
+@bp.get(BANK + "/profile")
+@requires("read")
+def profile(bank_id: str):
+    """Hindsight's bank profile: name, disposition, mission, background."""
+    check_bank_id(bank_id)
+    with services().pool.connection() as conn:
+        return jsonify(hs.bank_profile(banks.get(conn, bank_id)))
+
+
+@bp.put(BANK + "/profile")
+@requires("admin")
+def put_profile(bank_id: str):
+    """Update the disposition (and name, mission, background) of an existing bank."""
+    check_bank_id(bank_id)
+    name, cfg = hs.bank_update(json_body())
+    with services().pool.connection() as conn:
+        banks.get(conn, bank_id)
+        row, _ = banks.upsert(conn, bank_id, name, cfg)
+        audit.record(conn, principal().member_id, "bank.update", bank_id,
+                     details={"name": name, "fields": sorted(cfg)})
+    return jsonify(hs.bank_profile(row))
+
+
+@bp.get(BANK + "/stats")
+@requires("read")
+def stats(bank_id: str):
+    """Counts of the bank as the caller sees it: live units (total and per Hindsight fact
+    type and RCLL kind), links, documents, pending and failed operations."""
+    check_bank_id(bank_id)
+    with services().pool.connection() as conn:
+        banks.get(conn, bank_id)
+        s = documents.stats(conn, bank_id, visible=_visible(bank_id))
+    by_type: dict[str, int] = {}
+    for kind, n in s["units_by_kind"].items():
+        t = hs.KIND_TYPE.get(kind, "world")
+        by_type[t] = by_type.get(t, 0) + n
+    ops = s["operations_by_state"]
+    status: dict[str, int] = {}
+    from rcll.store.jobs import HINDSIGHT_STATUS
+
+    for state, n in ops.items():
+        status[HINDSIGHT_STATUS.get(state, state)] = status.get(HINDSIGHT_STATUS.get(state, state), 0) + n
+    return jsonify({
+        "bank_id": bank_id, "total_nodes": s["units"], "total_links": s["links"],
+        "total_documents": s["documents"], "nodes_by_fact_type": by_type,
+        "links_by_link_type": s["links_by_type"], "links_by_fact_type": {},
+        "links_breakdown": {}, "pending_operations": ops.get("queued", 0) + ops.get("running", 0),
+        "failed_operations": ops.get("failed", 0), "operations_by_status": status,
+        "operations_by_state": ops, "units_by_kind": s["units_by_kind"],
+        "last_memory_write_at": s["last_write_at"]})
+
+
+@bp.get(BANK + "/config")
+@requires("read")
+def get_config(bank_id: str):
+    """``{bank_id, config, overrides}``: ``config`` is what applies (the deployment's
+    recall and retain settings, the bank's profile), ``overrides`` what the bank stores."""
+    check_bank_id(bank_id)
+    with services().pool.connection() as conn:
+        row = banks.get(conn, bank_id)
+    return jsonify(_config(row))
+
+
+@bp.patch(BANK + "/config")
+@requires("admin")
+def patch_config(bank_id: str):
+    """``{"updates": {...}}``: the bank fields of :data:`api.hindsight.BANK_FIELDS`."""
+    check_bank_id(bank_id)
+    body = json_body()
+    updates = body.get("updates")
+    if set(body) != {"updates"} or not isinstance(updates, dict):
+        raise APIError(400, "invalid_request", 'body must be {"updates": {...}}')
+    name, cfg = hs.bank_update(updates)
+    with services().pool.connection() as conn:
+        banks.get(conn, bank_id)
+        row, _ = banks.upsert(conn, bank_id, name, cfg)
+        audit.record(conn, principal().member_id, "bank.update", bank_id,
+                     details={"fields": sorted(cfg)})
+    return jsonify(_config(row))
+
+
+@bp.delete(BANK + "/config")
+@requires("admin")
+def reset_config(bank_id: str):
+    """Drop the bank's stored overrides (mission, background, disposition, Hindsight
+    settings); the name stays."""
+    check_bank_id(bank_id)
+    with services().pool.connection() as conn:
+        banks.get(conn, bank_id)
+        row = conn.execute("UPDATE memory_banks SET config = '{}'::jsonb WHERE id = %s "
+                           "RETURNING *", (bank_id,)).fetchone()
+        audit.record(conn, principal().member_id, "bank.config_reset", bank_id)
+    return jsonify(_config(row))
+
+
+def _config(row: dict) -> dict:
+    s = services().settings
+    cfg = row.get("config") or {}
+    applied = {"recall_recipe": s.recall_recipe, "llm_provider": s.llm_provider,
+               "purposes": list(s.purposes), "mission": cfg.get("mission"),
+               "background": cfg.get("background"), "disposition": hs.disposition(cfg)}
+    return {"bank_id": row["id"], "config": applied, "overrides": cfg}
+
+
+# -- memories ----------------------------------------------------------------------------
+
+@bp.get(BANK + "/memories/list")
+@requires("read")
+def list_memories(bank_id: str):
+    """One page of the bank's units the caller sees, newest first: ``?type=`` (Hindsight
+    type or RCLL kind), ``q``, ``document_id``, ``entity_id``, ``tags`` (repeated),
+    ``tags_match``, ``state=valid|invalidated``, ``limit``, ``offset``."""
+    check_bank_id(bank_id)
+    limit, offset = page_params(default_limit=100)
+    kinds = hs.kinds_for([request.args["type"]], "type") if request.args.get("type") else None
+    state = request.args.get("state")
+    if state not in (None, "valid", "invalidated"):
+        raise APIError(400, "invalid_request", "state must be valid or invalidated",
+                       {"field": "state"})
+    for unsupported in ("time_field", "start_date", "end_date"):
+        if request.args.get(unsupported):
+            raise hs.unsupported(unsupported, request.args[unsupported],
+                                 "time windows are not supported on this list")
+    entity_id = request.args.get("entity_id") or None
+    if entity_id is not None:
+        try:
+            entity_id = str(UUID(entity_id))
+        except ValueError:
+            raise APIError(400, "invalid_request", "entity_id must be a UUID",
+                           {"field": "entity_id"})
+    tags, match = _tags_args()
+    q = request.args.get("q") or None
+    if q is not None and len(q) > 200:
+        raise APIError(400, "invalid_request", "q must be at most 200 characters", {"field": "q"})
+    with services().pool.connection() as conn:
+        banks.get(conn, bank_id)
+        rows, total = documents.list_units(
+            conn, bank_id, limit, offset, visible=_visible(bank_id),
+            kinds=kinds, q=q,
+            document_id=request.args.get("document_id") or None, tags=tags, tags_match=match,
+            entity_id=entity_id, state=state)
+    items = [{**r, "fact_type": hs.KIND_TYPE.get(r["kind"], "world"),
+              "date": r["occurred_start"] or r["mentioned_at"] or r["created_at"],
+              "entities": ", ".join(r["entity_names"]) or None,
+              "state": "invalidated" if r["invalidated_reason"] or r["superseded_by_id"]
+              else "valid", "invalidation_reason": r["invalidated_reason"]} for r in rows]
+    return jsonify({"items": items, "total": total, "limit": limit, "offset": offset})
+
+
+@bp.delete(BANK + "/memories")
+@requires("admin")
+def clear_memories(bank_id: str):
+    """Delete every memory of the bank (``?type=``: only that Hindsight type or RCLL kind),
+    with their vectors, links and cached tiers; the bank and its settings stay."""
+    check_bank_id(bank_id)
+    kinds = hs.kinds_for([request.args["type"]], "type") if request.args.get("type") else None
+    svc = services()
+    with svc.pool.connection() as conn:
+        banks.get(conn, bank_id)
+        ids = documents.clear_bank(conn, bank_id, kinds)
+        audit.record(conn, principal().member_id, "bank.clear", bank_id,
+                     details={"kinds": kinds, "units": len(ids)})
+    invalidation.bank_dropped(svc.hot_tier, bank_id)
+    return jsonify({"success": True, "deleted_count": len(ids),
+                    "message": f"deleted {len(ids)} memories of bank {bank_id}"})
+
+
+@bp.get(BANK + "/tags")
+@requires("read")
+def list_tags(bank_id: str):
+    """The tags of the bank's live units the caller sees, most used first: ``?q=`` (prefix,
+    ``*`` wildcard), ``limit``, ``offset``."""
+    check_bank_id(bank_id)
+    limit, offset = page_params(default_limit=100)
+    q = request.args.get("q") or None
+    if q is not None and len(q) > 200:
+        raise APIError(400, "invalid_request", "q must be at most 200 characters", {"field": "q"})
+    with services().pool.connection() as conn:
+        banks.get(conn, bank_id)
+        rows, total = documents.tags(conn, bank_id, limit, offset,
+                                     visible=_visible(bank_id), q=q)
+    return jsonify({"items": rows, "total": total, "limit": limit, "offset": offset})
+
+
+# -- documents ---------------------------------------------------------------------------
+
+@bp.get(BANK + "/documents")
+@requires("read")
+def list_documents(bank_id: str):
+    """One page of the bank's documents, newest first: ``?q=`` (id contains), ``tags``,
+    ``limit``, ``offset``."""
+    check_bank_id(bank_id)
+    limit, offset = page_params(default_limit=100)
+    tags, _ = _tags_args()
+    q = request.args.get("q") or None
+    with services().pool.connection() as conn:
+        banks.get(conn, bank_id)
+        rows, total = documents.list_page(conn, bank_id, limit, offset,
+                                          visible=_visible(bank_id), q=q,
+                                          tags=tags)
+    return jsonify({"items": rows, "total": total, "limit": limit, "offset": offset})
+
+
+@bp.get(BANK + "/documents/<path:document_id>")
+@requires("read")
+def get_document(bank_id: str, document_id: str):
+    """One document: its live text, unit count and units per kind; 404
+    ``document_not_found``."""
+    check_bank_id(bank_id)
+    with services().pool.connection() as conn:
+        banks.get(conn, bank_id)
+        return jsonify(documents.get(conn, bank_id, document_id, visible=_visible(bank_id)))
+
+
+@bp.delete(BANK + "/documents/<path:document_id>")
+@requires("write")
+def delete_document(bank_id: str, document_id: str):
+    """Delete a document and every unit of it (vectors, links, mentions, tunnels, tier 1);
+    → ``{success, document_id, memory_units_deleted, unit_ids}``."""
+    check_bank_id(bank_id)
+    svc = services()
+    with svc.pool.connection() as conn, conn.transaction():
+        banks.get(conn, bank_id)
+        ids = documents.delete(conn, bank_id, document_id, member=_member())
+        audit.record(conn, principal().member_id, "document.delete", bank_id,
+                     details={"document_id": document_id, "units": len(ids)})
+    invalidation.units_left(svc.hot_tier, bank_id, ids)
+    invalidation.bank_written(svc.hot_tier, bank_id)
+    return jsonify({"success": True, "document_id": document_id,
+                    "memory_units_deleted": len(ids), "unit_ids": ids,
+                    "message": f"document {document_id} deleted with {len(ids)} memory units"})
+
+
+# -- reflect -----------------------------------------------------------------------------
+
+@bp.post(BANK + "/reflect")
+@requires("read")
+def reflect(bank_id: str):
+    """Answer a question from recall's results through the configured LLM (litellm;
+    :mod:`rcll.reflect`). Fields: :data:`api.hindsight.REFLECT_FIELDS`. 400
+    ``llm_not_configured`` when no LLM is configured (checked before recall runs)."""
+    check_bank_id(bank_id)
+    req = hs.ReflectRequest.model_validate({k: v for k, v in json_body().items() if v is not None})
+    if req.response_schema:
+        raise hs.unsupported("response_schema", "object", "structured output is not supported")
+    svc = services()
+    if svc.settings.llm_provider == "none":
+        run_reflect(None, req.query, [])  # raises the 400 llm_not_configured
+    params: dict = {"query": req.query}
+    if req.budget is not None:
+        params["budget"] = req.budget
+    if req.tags:
+        params["tags"] = req.tags
+    if req.tags_match:
+        params["tags_match"] = req.tags_match
+    if req.fact_types:
+        params["types"] = req.fact_types
+    if req.tag_groups:
+        params["tag_groups"] = req.tag_groups
+    if req.purpose:
+        params["purpose"] = req.purpose
+    params, _, _ = hs.recall_body(params)
+    q = RecallQuery.model_validate(params)
+    found = svc.cascade.recall(bank_id, q, principal()).to_json()["results"]
+    with svc.pool.connection() as conn:
+        mission = (banks.get(conn, bank_id)["config"] or {}).get("mission")
+    ans = run_reflect(svc.llm, req.query, found, context=req.context, mission=mission,
+                      max_tokens=req.max_tokens)
+    u = ans.usage
+    body = {"text": ans.text,
+            "usage": {"input_tokens": u.get("prompt_tokens", 0),
+                      "output_tokens": u.get("completion_tokens", 0),
+                      "total_tokens": u.get("prompt_tokens", 0) + u.get("completion_tokens", 0),
+                      "cost_usd": u.get("cost_usd", 0.0)},
+            "model": ans.model, "prompt_version": ans.prompt_version,
+            "recalled": len(found)}
+    if (req.include or {}).get("facts") is not None:
+        body["based_on"] = {"memories": [
+            {**hs.recall_result(r), "type": hs.KIND_TYPE.get(r.get("kind"), "world")}
+            for r in ans.based_on], "mental_models": [], "directives": []}
+    return jsonify(body)
+
+
+# -- service -----------------------------------------------------------------------------
+
+@bp.get("/version")
+@requires("public")
+def version():
+    """The API version and the feature flags Hindsight's client reads (what RCLL has)."""
+    s = services().settings
+    return jsonify({"api_version": rcll.__version__, "server": "rcll", "features": {
+        "observations": False, "mcp": True, "worker": True, "bank_config_api": True,
+        "bank_llm_health": False, "file_upload_api": False, "document_export_api": False,
+        "document_import_api": False, "audit_log": True, "llm_trace": False,
+        "store_document_text": True, "reflect": s.llm_provider != "none",
+        "read_only": s.read_only, "auth": s.auth}})
+
+
+@bp.get("/health")
+@requires("public")
+def health():
+    """Hindsight's liveness shape: ``{status, version, uptime_seconds}`` (``/readyz`` checks
+    each part)."""
+    return jsonify({"status": "healthy", "version": rcll.__version__,
+                    "uptime_seconds": round(time.monotonic() - STARTED, 3)})

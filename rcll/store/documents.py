@@ -1,0 +1,286 @@
+"""Documents, bank contents and bank statistics as lists and counts (the Hindsight routes'
+reads: documents, memories list, tags, stats) and the two bulk deletes (one document, every
+memory of a bank).
+
+Visibility: the readers take ``visible``, ``(sql, params)`` on alias ``u`` — the caller's
+rule, :func:`rcll.access.visibility.unit_filter` (audience ``'bank'`` or the member, and a
+purpose granted on the bank); the default ``("TRUE", {})`` sees every unit (auth off,
+internal). Forgotten units (tombstones) are never listed or counted. :func:`delete` takes
+``member`` (``None``: may delete every unit).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from psycopg import Connection
+
+from rcll.errors import Forbidden, NotFound
+
+
+class DocumentNotFound(NotFound):
+    code = "document_not_found"
+
+
+Visible = tuple[str, dict]  # (sql on alias ``u``, params): rcll.access.visibility.unit_filter
+ALL_VISIBLE: Visible = ("TRUE", {})
+
+
+def _vis(visible: Visible) -> tuple[str, dict]:
+    """``(sql, params)``: the units of alias ``u`` that ``visible`` passes, tombstones
+    excluded."""
+    return f"u.forgotten_at IS NULL AND {visible[0]}", dict(visible[1])
+
+
+def _iso(v):
+    return v.isoformat() if v is not None else None
+
+
+# -- documents ---------------------------------------------------------------------------
+
+def list_page(conn: Connection, bank_id: str, limit: int, offset: int, *,
+              visible: Visible = ALL_VISIBLE, q: str | None = None,
+              tags: Sequence[str] | None = None) -> tuple[list[dict], int]:
+    """One page of the bank's documents holding at least one unit the caller sees, newest
+    first (ties by id): ``[{"id" (the caller's document id), "bank_id", "content_hash",
+    "created_at", "updated_at", "memory_unit_count" (live units), "text_length",
+    "document_metadata", "tags", "revision"}]`` and the total. ``q``: document ids
+    containing it (case-insensitive); ``tags``: documents holding any of them."""
+    vis, params = _vis(visible)
+    params.update({"bank": bank_id, "limit": limit, "offset": offset})
+    where = ["d.bank_id = %(bank)s",
+             f"EXISTS (SELECT 1 FROM memory_units u WHERE u.document_id = d.id AND {vis})"]
+    if q:
+        where.append("d.document_id ILIKE %(q)s")
+        params["q"] = "%" + q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    if tags:
+        where.append("d.tags && %(tags)s::text[]")
+        params["tags"] = list(tags)
+    clause = " AND ".join(where)
+    rows = conn.execute(
+        f"""SELECT d.id AS pk, d.document_id, d.content_hash, d.created_at, d.updated_at,
+                   d.metadata, d.tags, d.revision,
+                   (SELECT count(*) FROM memory_units u WHERE u.document_id = d.id AND {vis}
+                      AND u.superseded_by_id IS NULL AND u.invalidated_reason IS NULL) AS units,
+                   (SELECT coalesce(sum(length(c.text)), 0) FROM chunks c
+                      WHERE c.document_id = d.id AND EXISTS (
+                        SELECT 1 FROM memory_units u WHERE u.chunk_id = c.id AND {vis}
+                          AND u.invalidated_reason IS NULL)) AS text_length
+            FROM documents d WHERE {clause}
+            ORDER BY d.created_at DESC, d.id DESC LIMIT %(limit)s OFFSET %(offset)s""",
+        params).fetchall()
+    total = conn.execute(f"SELECT count(*) AS n FROM documents d WHERE {clause}",
+                         params).fetchone()["n"]
+    return [_doc(bank_id, r) for r in rows], total
+
+
+def _doc(bank_id: str, r: dict) -> dict:
+    return {"id": r["document_id"], "bank_id": bank_id, "content_hash": r["content_hash"],
+            "created_at": _iso(r["created_at"]), "updated_at": _iso(r["updated_at"]),
+            "memory_unit_count": int(r["units"]), "text_length": int(r["text_length"] or 0),
+            "document_metadata": r["metadata"], "tags": list(r["tags"]),
+            "revision": r["revision"]}
+
+
+def get(conn: Connection, bank_id: str, document_id: str, *,
+        visible: Visible = ALL_VISIBLE) -> dict:
+    """One document: the fields of :func:`list_page` plus ``original_text`` (the text of its
+    live version: its live chunks in order, joined by a blank line) and
+    ``nodes_by_fact_type`` (live units per kind). Raises :class:`DocumentNotFound` when the
+    bank has no such document or the caller sees none of its units."""
+    vis, params = _vis(visible)
+    params.update({"bank": bank_id, "doc": document_id})
+    r = conn.execute(
+        f"""SELECT d.id AS pk, d.document_id, d.content_hash, d.created_at, d.updated_at,
+                   d.metadata, d.tags, d.revision,
+                   (SELECT count(*) FROM memory_units u WHERE u.document_id = d.id AND {vis}
+                      AND u.superseded_by_id IS NULL AND u.invalidated_reason IS NULL) AS units,
+                   (SELECT count(*) FROM memory_units u WHERE u.document_id = d.id AND {vis})
+                     AS seen,
+                   (SELECT string_agg(c.text, E'\\n\\n' ORDER BY c.index) FROM chunks c
+                      WHERE c.document_id = d.id AND EXISTS (
+                        SELECT 1 FROM memory_units u WHERE u.chunk_id = c.id AND {vis}
+                          AND u.invalidated_reason IS NULL)) AS text
+            FROM documents d WHERE d.bank_id = %(bank)s AND d.document_id = %(doc)s""",
+        params).fetchone()
+    if r is None or not r["seen"]:
+        raise DocumentNotFound(f"document {document_id!r} does not exist in bank {bank_id!r}",
+                               {"bank_id": bank_id, "document_id": document_id})
+    out = _doc(bank_id, {**r, "text_length": len(r["text"] or "")})
+    out["original_text"] = r["text"]
+    kinds = conn.execute(
+        f"""SELECT u.kind, count(*) AS n FROM memory_units u
+            WHERE u.document_id = %(pk)s AND {vis} AND u.superseded_by_id IS NULL
+              AND u.invalidated_reason IS NULL GROUP BY u.kind ORDER BY u.kind""",
+        {**params, "pk": r["pk"]}).fetchall()
+    out["nodes_by_fact_type"] = {k["kind"]: k["n"] for k in kinds}
+    return out
+
+
+def _unsupersede(conn: Connection, unit_ids: list[str]) -> None:
+    """Units superseded by units about to be deleted keep ``invalidated_reason`` (so they do
+    not come back as live) and lose the pointer (the foreign key has no cascade)."""
+    conn.execute(
+        """UPDATE memory_units SET superseded_by_id = NULL,
+                  invalidated_reason = coalesce(invalidated_reason, 'superseded_by_deleted_unit')
+           WHERE superseded_by_id = ANY(%s::uuid[])""", (unit_ids,))
+
+
+def delete(conn: Connection, bank_id: str, document_id: str, *,
+           member: str | None = None) -> list[str]:
+    """Delete a document with every unit, chunk, vector, link, entity mention, revision and
+    tunnel of it (foreign-key cascades), in the caller's transaction. Returns the deleted
+    unit ids (the caller evicts them from tier 1 after the commit). Raises
+    :class:`DocumentNotFound`, and 403 ``forbidden`` when ``member`` may not see every unit of
+    it (another member's private unit would go with it)."""
+    doc = conn.execute("SELECT id FROM documents WHERE bank_id = %s AND document_id = %s "
+                       "FOR UPDATE", (bank_id, document_id)).fetchone()
+    if doc is None:
+        raise DocumentNotFound(f"document {document_id!r} does not exist in bank {bank_id!r}",
+                               {"bank_id": bank_id, "document_id": document_id})
+    units = conn.execute("SELECT id, audience FROM memory_units WHERE document_id = %s",
+                         (doc["id"],)).fetchall()
+    if member is not None and any(u["audience"] not in ("bank", member) for u in units):
+        raise Forbidden("the document holds units of another member's audience",
+                        {"document_id": document_id})
+    ids = [str(u["id"]) for u in units]
+    _unsupersede(conn, ids)
+    conn.execute("DELETE FROM documents WHERE id = %s", (doc["id"],))  # cascades to units
+    return ids
+
+
+def clear_bank(conn: Connection, bank_id: str, kinds: Sequence[str] | None = None) -> list[str]:
+    """Delete every memory unit of the bank (only ``kinds`` when given), and — when all go —
+    its documents and entities; the bank, its grants, jobs and tunnels' other ends stay.
+    Locks the bank's job rows first (as :func:`rcll.store.banks.delete`), so an item in
+    flight finishes before. Returns the deleted unit ids."""
+    conn.execute("SELECT id FROM jobs WHERE bank_id = %s ORDER BY id FOR UPDATE", (bank_id,))
+    sql, params = "SELECT id FROM memory_units WHERE bank_id = %s", [bank_id]
+    if kinds:
+        sql += " AND kind = ANY(%s)"
+        params.append(list(kinds))
+    ids = [str(r["id"]) for r in conn.execute(sql, params).fetchall()]
+    _unsupersede(conn, ids)
+    conn.execute("DELETE FROM memory_units WHERE id = ANY(%s::uuid[])", (ids,))
+    if not kinds:
+        conn.execute("DELETE FROM documents WHERE bank_id = %s", (bank_id,))
+        conn.execute("DELETE FROM entities WHERE bank_id = %s", (bank_id,))
+    return ids
+
+
+# -- memories, tags, stats ---------------------------------------------------------------
+
+def list_units(conn: Connection, bank_id: str, limit: int, offset: int, *,
+               visible: Visible = ALL_VISIBLE, kinds: Sequence[str] | None = None,
+               q: str | None = None, document_id: str | None = None,
+               tags: Sequence[str] | None = None, tags_match: str = "any",
+               entity_id: str | None = None, state: str | None = None
+               ) -> tuple[list[dict], int]:
+    """One page of the bank's units the caller sees, newest first (ties by id), with the
+    total. Filters: ``kinds``; ``q`` (text contains, case-insensitive); ``document_id`` (the
+    caller's id); ``tags`` (any of them); ``state`` ``valid`` (default: live units) or
+    ``invalidated`` (superseded or invalidated ones); ``tags`` with ``tags_match`` as
+    recall's (:data:`rcll.search.scope.TAGS_SQL`); ``entity_id``: units mentioning that
+    entity. Rows: id, text, context, kind, room,
+    hall, layer, document_id, chunk_id, tags, metadata, occurred_start/end, mentioned_at,
+    created_at, invalidated_reason, superseded_by_id, audience, purposes, revision,
+    entity_names."""
+    vis, params = _vis(visible)
+    params.update({"bank": bank_id, "limit": limit, "offset": offset})
+    where = ["u.bank_id = %(bank)s", vis]
+    if state == "invalidated":
+        where.append("(u.superseded_by_id IS NOT NULL OR u.invalidated_reason IS NOT NULL)")
+    else:
+        where.append("u.superseded_by_id IS NULL AND u.invalidated_reason IS NULL")
+    if kinds:
+        where.append("u.kind = ANY(%(kinds)s)")
+        params["kinds"] = list(kinds)
+    if q:
+        where.append("u.text ILIKE %(q)s")
+        params["q"] = "%" + q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    if document_id:
+        where.append("d.document_id = %(doc)s")
+        params["doc"] = document_id
+    if tags:
+        from rcll.search.scope import TAGS_SQL
+
+        where.append(TAGS_SQL[tags_match].format(a="u"))
+        params["scope_tags"] = list(tags)
+    if entity_id:
+        where.append("EXISTS (SELECT 1 FROM unit_entities ue WHERE ue.unit_id = u.id "
+                     "AND ue.entity_id = %(ent)s::uuid)")
+        params["ent"] = entity_id
+    clause = " AND ".join(where)
+    base = "FROM memory_units u LEFT JOIN documents d ON d.id = u.document_id"
+    rows = conn.execute(
+        f"""SELECT u.id, u.text, u.context, u.kind, u.room, u.hall, u.layer,
+                   d.document_id, u.chunk_id, u.tags, u.metadata, u.occurred_start,
+                   u.occurred_end, u.mentioned_at, u.created_at, u.invalidated_reason,
+                   u.superseded_by_id, u.audience, u.purposes, u.revision, u.entity_names
+            {base} WHERE {clause}
+            ORDER BY u.created_at DESC, u.id DESC LIMIT %(limit)s OFFSET %(offset)s""",
+        params).fetchall()
+    total = conn.execute(f"SELECT count(*) AS n {base} WHERE {clause}", params).fetchone()["n"]
+    out = []
+    for r in rows:
+        row = {k: (_iso(v) if hasattr(v, "isoformat") else v) for k, v in r.items()}
+        row["id"] = str(r["id"])
+        row["chunk_id"] = str(r["chunk_id"]) if r["chunk_id"] else None
+        row["superseded_by_id"] = str(r["superseded_by_id"]) if r["superseded_by_id"] else None
+        row["tags"], row["purposes"] = list(r["tags"]), list(r["purposes"])
+        row["entity_names"] = list(r["entity_names"])
+        out.append(row)
+    return out, total
+
+
+def tags(conn: Connection, bank_id: str, limit: int, offset: int, *,
+         visible: Visible = ALL_VISIBLE, q: str | None = None) -> tuple[list[dict], int]:
+    """The tags on the bank's live units the caller sees, with how many units carry each,
+    most used first (ties by tag): ``[{"tag", "count"}]`` and the number of distinct tags.
+    ``q``: tags starting with it (case-insensitive; ``*`` is a wildcard)."""
+    vis, params = _vis(visible)
+    params.update({"bank": bank_id, "limit": limit, "offset": offset})
+    tag_where = ""
+    if q:
+        pattern = q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        params["q"] = pattern.replace("*", "%") + ("" if "*" in q else "%")
+        tag_where = "WHERE t.tag ILIKE %(q)s"
+    inner = f"""SELECT t.tag, count(*) AS count FROM memory_units u, unnest(u.tags) AS t(tag)
+                WHERE u.bank_id = %(bank)s AND {vis} AND u.superseded_by_id IS NULL
+                  AND u.invalidated_reason IS NULL GROUP BY t.tag"""
+    rows = conn.execute(f"""SELECT tag, count FROM ({inner}) t {tag_where}
+                            ORDER BY count DESC, tag LIMIT %(limit)s OFFSET %(offset)s""",
+                        params).fetchall()
+    total = conn.execute(f"SELECT count(*) AS n FROM ({inner}) t {tag_where}",
+                         params).fetchone()["n"]
+    return [{"tag": r["tag"], "count": int(r["count"])} for r in rows], total
+
+
+def stats(conn: Connection, bank_id: str, *, visible: Visible = ALL_VISIBLE) -> dict:
+    """Counts of the bank for the caller: ``units`` (live), ``units_by_kind``, ``links``
+    (from a live unit the caller sees), ``links_by_type``, ``documents`` (holding a unit the
+    caller sees), ``operations_by_state`` (every job of the bank), ``last_write_at``."""
+    vis, params = _vis(visible)
+    params["bank"] = bank_id
+    live = f"u.bank_id = %(bank)s AND {vis} AND u.superseded_by_id IS NULL " \
+           "AND u.invalidated_reason IS NULL"
+    kinds = conn.execute(f"SELECT u.kind, count(*) AS n FROM memory_units u WHERE {live} "
+                         "GROUP BY u.kind ORDER BY u.kind", params).fetchall()
+    links = conn.execute(
+        f"""SELECT l.type, count(*) AS n FROM memory_links l
+            JOIN memory_units u ON u.id = l.from_unit WHERE l.bank_id = %(bank)s AND {live}
+            GROUP BY l.type ORDER BY l.type""", params).fetchall()
+    docs = conn.execute(
+        f"""SELECT count(*) AS n FROM documents d WHERE d.bank_id = %(bank)s AND EXISTS
+            (SELECT 1 FROM memory_units u WHERE u.document_id = d.id AND {vis})""",
+        params).fetchone()["n"]
+    ops = conn.execute("SELECT state, count(*) AS n FROM jobs WHERE bank_id = %(bank)s "
+                       "GROUP BY state ORDER BY state", params).fetchall()
+    last = conn.execute(f"SELECT max(u.created_at) AS at FROM memory_units u WHERE {live}",
+                        params).fetchone()["at"]
+    by_kind = {r["kind"]: int(r["n"]) for r in kinds}
+    by_link = {r["type"]: int(r["n"]) for r in links}
+    return {"units": sum(by_kind.values()), "units_by_kind": by_kind,
+            "links": sum(by_link.values()), "links_by_type": by_link, "documents": int(docs),
+            "operations_by_state": {r["state"]: int(r["n"]) for r in ops},
+            "last_write_at": _iso(last)}
