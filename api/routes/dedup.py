@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from flask import Blueprint, jsonify, request
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from api.auth import requires, unit_visibility
+from api.auth import principal, requires
 from api.deps import json_body, services
 from api.errors import APIError
 from api.paging import page_body, page_params
 from api.schemas import check_bank_id
+from rcll.access.visibility import unit_filter
 from rcll.cascade import invalidation
 from rcll.consolidate.dedup import DedupSettings, scan_bank
-from rcll.store import banks, dedup
+from rcll.store import audit, banks, dedup
 
 bp = Blueprint("dedup", __name__)
 PREFIX = "/v1/default/banks/<bank_id>/dedup-proposals"
@@ -35,6 +38,11 @@ class DecideRequest(BaseModel):
         return self
 
 
+def _visible(bank_id: str) -> tuple[str, dict]:
+    """Only proposals whose two units the caller may see (:mod:`rcll.access.visibility`)."""
+    return dedup.pair_filter(partial(unit_filter, principal(), bank_id))
+
+
 @bp.get(PREFIX)
 @requires("read")
 def list_proposals(bank_id: str):
@@ -48,7 +56,7 @@ def list_proposals(bank_id: str):
     with services().pool.connection() as conn:
         banks.get(conn, bank_id)
         rows, total = dedup.list_page(conn, bank_id, state, limit, offset,
-                                      see=unit_visibility(bank_id))
+                                      visible=_visible(bank_id))
     return jsonify(page_body("proposals", rows, limit, offset, total))
 
 
@@ -58,7 +66,12 @@ def scan_now(bank_id: str):
     """Scan the bank now (synchronous, bounded to ``dedup_window`` units)."""
     check_bank_id(bank_id)
     svc = services()
-    return jsonify(scan_bank(svc.pool, bank_id, DedupSettings.from_settings(svc.settings)))
+    out = scan_bank(svc.pool, bank_id, DedupSettings.from_settings(svc.settings))
+    with svc.pool.connection() as conn:
+        audit.record(conn, principal().member_id, "dedup.scan", bank_id, None,
+                     {k: v for k, v in out.items()
+                      if isinstance(v, (int, float, str, bool)) and k != "bank_id"})
+    return jsonify(out)
 
 
 @bp.post(f"{PREFIX}/<proposal_id>")
@@ -68,9 +81,13 @@ def decide(bank_id: str, proposal_id: str):
     check_bank_id(bank_id)
     body = DecideRequest.model_validate(json_body())
     svc = services()
-    with svc.pool.connection() as conn:
+    with svc.pool.connection() as conn, conn.transaction():
         out = dedup.decide(conn, bank_id, proposal_id, body.action, body.keep_unit_id,
-                           body.decided_by)
-    merged = [u["id"] for u in (out["unit_a"], out["unit_b"]) if u["superseded_by_id"]]
+                           body.decided_by, visible=_visible(bank_id))
+        merged = [u["id"] for u in (out["unit_a"], out["unit_b"]) if u["superseded_by_id"]]
+        audit.record(conn, principal().member_id, "dedup.decide", bank_id,
+                     merged[0] if merged else None,
+                     {"proposal_id": out["id"], "action": body.action, "merged": merged,
+                      "decided_by": body.decided_by})
     invalidation.units_left(svc.hot_tier, bank_id, merged)  # committed: leaves tier 1
     return jsonify(out)

@@ -11,7 +11,8 @@ from api.auth import LEVELS, declared_role
 
 from .conftest import bearer
 
-PUBLIC = {"health.healthz", "health.readyz", "metrics.metrics"}
+PUBLIC = {"health.healthz", "health.readyz", "metrics.metrics",
+          "hindsight.version", "hindsight.health"}  # Hindsight's GET /version, /health
 
 
 def concrete(rule) -> str:
