@@ -308,8 +308,14 @@ def delete_document(bank_id: str, document_id: str):
 def reflect(bank_id: str):
     """Answer a question from recall's results through the configured LLM (litellm;
     :mod:`rcll.reflect`). Fields: :data:`api.hindsight.REFLECT_FIELDS`. 400
-    ``llm_not_configured`` when no LLM is configured (checked before recall runs)."""
+    ``llm_not_configured`` when no LLM is configured (checked before recall runs); 403
+    ``read_only_deployment`` in a read-only deployment, which serves only recall and read and
+    uses no LLM (spec §7)."""
     check_bank_id(bank_id)
+    if services().settings.read_only:
+        raise APIError(403, "read_only_deployment",
+                       "reflect calls an LLM; a read-only deployment serves only recall and "
+                       "read", {"endpoint": "hindsight.reflect"})
     req = hs.ReflectRequest.model_validate({k: v for k, v in json_body().items() if v is not None})
     if req.response_schema:
         raise hs.unsupported("response_schema", "object", "structured output is not supported")
