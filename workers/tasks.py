@@ -146,21 +146,28 @@ def dedup_scan_task(self, bank_id: str) -> dict | None:
         raise
 
 
+def _run_job_step(task, step: Stage, job_id: str) -> None:
+    """Run a job step that is not in the retain stage table (closets, convert) under the
+    job's lease; a lease that cannot be taken or released (database away) retries the task
+    with backoff (2^retries s, at most 32 s)."""
+    svc = services()
+    try:
+        with lease.hold(svc.pool, job_id, step.name, first=False,
+                        lease_s=svc.settings.job_stale_after_s,
+                        owner=lease.new_owner(task.request.id)) as held:
+            if held:
+                _run(task, step, job_id)
+    except psycopg.OperationalError as exc:
+        raise task.retry(exc=exc, countdown=2 ** min(task.request.retries, 5))
+
+
 @app.task(name=CLOSETS_TASK, bind=True, max_retries=len(stages.RETRY_DELAYS_S))
 def closets_task(self, job_id: str) -> None:
     """A ``closets`` job (queue ``consolidate``) under the job's lease
     (:func:`rcll.consolidate.closets.run_closets`); it ends the job itself."""
-    svc = services()
-    s = svc.settings
     step = dataclasses.replace(stages.JOB_STEPS[closets.STAGE], run=functools.partial(
-        closets.run_closets, max_units=s.closet_max_units))
-    try:
-        with lease.hold(svc.pool, job_id, step.name, first=False, lease_s=s.job_stale_after_s,
-                        owner=lease.new_owner(self.request.id)) as held:
-            if held:
-                _run(self, step, job_id)
-    except psycopg.OperationalError as exc:
-        raise self.retry(exc=exc, countdown=2 ** min(self.request.retries, 5))
+        closets.run_closets, max_units=services().settings.closet_max_units))
+    _run_job_step(self, step, job_id)
 
 
 @app.task(name=file_stage.TASK, bind=True, max_retries=len(stages.RETRY_DELAYS_S))
@@ -168,8 +175,6 @@ def convert_task(self, job_id: str) -> None:
     """A file job's ``convert`` step (queue ``extract``) under the job's lease
     (:func:`rcll.files.stage.run_convert`), then its ``chunk`` stage is sent; a file that
     cannot be converted ends the job ``failed`` there."""
-    svc = services()
-    s = svc.settings
     converted: list[dict] = []
 
     def run(ctx, jid: str) -> None:  # never advances through the retain stage table
@@ -178,13 +183,7 @@ def convert_task(self, job_id: str) -> None:
             converted.append(counts)
 
     step = dataclasses.replace(stages.JOB_STEPS[file_stage.STAGE], run=run)
-    try:
-        with lease.hold(svc.pool, job_id, step.name, first=False, lease_s=s.job_stale_after_s,
-                        owner=lease.new_owner(self.request.id)) as held:
-            if held:
-                _run(self, step, job_id)
-    except psycopg.OperationalError as exc:
-        raise self.retry(exc=exc, countdown=2 ** min(self.request.retries, 5))
+    _run_job_step(self, step, job_id)
     if converted:  # if this send is lost, the sweep re-sends the job at chunk
         nxt = stages.first()
         app.send_task(nxt.task_name, args=[job_id], queue=nxt.queue)
