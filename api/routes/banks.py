@@ -5,10 +5,13 @@ from __future__ import annotations
 from flask import Blueprint, jsonify
 
 from api import hindsight
+from api import hindsight as hs
 from api.auth import principal, requires
 from api.deps import services
+from api.openapi import doc
 from api.paging import page_body, page_params
 from api.schemas import check_bank_id
+from rcll import api_types as T
 from rcll.cascade import invalidation
 from rcll.store import audit, banks
 
@@ -17,6 +20,7 @@ bp = Blueprint("banks", __name__)
 
 @bp.get("/v1/default/banks")
 @requires("member")
+@doc({200: hs.BankListResponse}, paged=True)
 def list_banks():
     """One page of the banks the caller holds a grant on (every bank for a deployment
     admin), newest first: ``?limit=&offset=``."""
@@ -35,6 +39,7 @@ def list_banks():
 
 @bp.delete("/v1/default/banks/<bank_id>")
 @requires("admin")
+@doc({200: T.DeletedBank})
 def delete_bank(bank_id: str):
     check_bank_id(bank_id)
     svc = services()

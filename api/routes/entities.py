@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from flask import Blueprint, jsonify, request
 
+from api import contracts as C
 from api.auth import requires
 from api.deps import json_body, services
 from api.errors import APIError
+from api.openapi import doc
 from api.paging import page_body, page_params
 from api.schemas import check_bank_id
 from rcll.store import banks, entities, entity_edits
@@ -19,6 +21,7 @@ MAX_IDS = 1000
 
 @bp.get(BASE)
 @requires("read")
+@doc({200: C.EntitiesPage}, query=C.SearchQuery, paged=True)
 def list_entities(bank_id: str):
     """One page of the bank's entities, most mentioned first: ``?q=&limit=&offset=``."""
     check_bank_id(bank_id)
@@ -37,6 +40,7 @@ def list_entities(bank_id: str):
 
 @bp.get(BASE + "/<entity_id>")
 @requires("read")
+@doc({200: C.EntityDetail}, paged=True, errors={404: ['entity_not_found'], 400: ['invalid_entity_id']})
 def entity(bank_id: str, entity_id: str):
     """An entity with its aliases, one page of mentions (``?limit=&offset=``, newest first),
     the entities co-mentioned with it and its history."""
@@ -55,6 +59,7 @@ def entity(bank_id: str, entity_id: str):
 
 @bp.get(BASE + "/merge-proposals")
 @requires("read")
+@doc({200: C.ProposalsPage}, query=C.ProposalQuery, paged=True)
 def merge_proposals(bank_id: str):
     """One page of entity-merge proposals, newest first: ``?state=open|merged|rejected``."""
     check_bank_id(bank_id)
@@ -71,6 +76,7 @@ def merge_proposals(bank_id: str):
 
 @bp.post(BASE + "/merge")
 @requires("admin")
+@doc({200: C.MergeAnswer}, body=C.MergeBody, errors={404: ['entity_not_found', 'proposal_not_found'], 409: ['proposal_decided'], 400: ['invalid_entity_id']})
 def merge(bank_id: str):
     """Merge explicitly: ``{"entity_ids": [keep, other, ...]}`` or ``{"proposal_id", "keep_id"?}``,
     optional ``"actor"``; ``{"proposal_id", "decision": "reject"}`` closes a proposal."""
@@ -102,6 +108,7 @@ def merge(bank_id: str):
 
 @bp.post(BASE + "/<entity_id>/split")
 @requires("admin")
+@doc({201: C.EntityAnswer}, body=C.SplitBody, errors={404: ['entity_not_found'], 400: ['invalid_entity_id']})
 def split(bank_id: str, entity_id: str):
     """Split a new entity off: ``{"aliases": [...]}`` or ``{"unit_ids": [...]}``, optional
     ``"name"`` and ``"actor"``. Answers the new entity (201)."""

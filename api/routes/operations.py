@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from flask import Blueprint, jsonify, request
 
+from api import contracts as C
 from api.auth import principal, requires
 from api.deps import services
 from api.errors import APIError
+from api.openapi import doc
 from api.paging import page_body, page_params
 from api.schemas import check_bank_id
+from rcll import api_types as T
 from rcll.errors import JobNotFound
 from rcll.store import banks, item_errors, jobs
 
@@ -18,6 +21,7 @@ STATES = ("queued", "running", "succeeded", "failed", "partial")
 
 @bp.get("/v1/default/banks/<bank_id>/operations/<operation_id>")
 @requires("read")
+@doc({200: T.OperationDetail}, errors={404: ['operation_not_found']})
 def operation(bank_id: str, operation_id: str):
     check_bank_id(bank_id)
     with services().pool.connection() as conn:
@@ -37,6 +41,7 @@ def operation(bank_id: str, operation_id: str):
 
 @bp.get("/v1/default/banks/<bank_id>/operations")
 @requires("read")
+@doc({200: C.OperationsPage}, query=C.OperationsQuery, paged=True)
 def bank_operations(bank_id: str):
     """One page of a bank's jobs, newest first: ``?state=&limit=&offset=``."""
     check_bank_id(bank_id)
@@ -51,6 +56,7 @@ def bank_operations(bank_id: str):
 
 @bp.get("/jobs")
 @requires("member")
+@doc({200: T.JobsPage}, query=C.JobsQuery, paged=True, errors={400: ['invalid_bank_id']})
 def all_jobs():
     """One page of the jobs of the banks the caller may read (every bank for a deployment
     admin), newest first: ``?bank_id=&state=&limit=&offset=``."""
