@@ -257,7 +257,10 @@ class Readiness(Open):
 
 
 class Member(Open):
-    id: str
+    member_id: str
+    kind: str
+    is_admin: bool
+    default_purposes: list[str]
 
 
 class IssuedKey(Open):

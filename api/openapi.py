@@ -102,7 +102,8 @@ def common_errors(role: str, method: str, rule: str, d: Doc) -> dict[int, set[st
     - not ``public``: 401 ``missing_api_key`` / ``invalid_api_key``; 403 ``forbidden``,
       ``read_only_deployment`` (a write in a read-only deployment) and, for a route with a
       purpose, ``purpose_not_granted``;
-    - a ``bank_id`` in the path: 400 ``invalid_bank_id``, 404 ``bank_not_found``;
+    - a ``bank_id`` in the path: 400 ``invalid_bank_id``, 404 ``bank_not_found``; a
+      ``member_id``: 400 ``invalid_member_id``, 404 ``member_not_found``;
     - a JSON body: 400 ``malformed_json``, ``invalid_request``; 413 ``payload_too_large``;
     - ``paged``: 400 ``invalid_paging``."""
     out: dict[int, set[str]] = {400: {"invalid_request"}, 503: {"database_unavailable"}}
@@ -112,6 +113,9 @@ def common_errors(role: str, method: str, rule: str, d: Doc) -> dict[int, set[st
     if "<bank_id>" in rule:
         out[400].add("invalid_bank_id")
         out.setdefault(404, set()).add("bank_not_found")
+    if "<member_id>" in rule:
+        out[400].add("invalid_member_id")
+        out.setdefault(404, set()).add("member_not_found")
     if d.body is not None:
         out[400] |= {"malformed_json", "invalid_request"}
         out[413] = {"payload_too_large"}

@@ -100,7 +100,6 @@ class Unit(TypedDict):
     ``revision``, ``audience`` and ``purposes``; ``read`` adds links, entities, sources."""
 
     id: str
-    bank_id: str
     text: str
     revision: int
     audience: str

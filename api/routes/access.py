@@ -42,7 +42,7 @@ def _fields(body: dict, allowed: set[str], required: set[str] = frozenset()) -> 
 # --- members ------------------------------------------------------------------------------
 @bp.post("/members")
 @requires("admin")
-@doc({201: C.Member}, body=C.MemberCreate, errors={409: ['member_exists'], 400: ['unknown_purpose']})
+@doc({201: C.Member}, body=C.MemberCreate, errors={409: ['member_exists'], 400: ['unknown_purpose', 'invalid_member_id', 'reserved_member_id']})
 def create_member():
     """``{member_id, name?, kind? (agent|person), is_admin?, default_purposes?}`` → 201 member."""
     body = json_body()
@@ -93,7 +93,7 @@ def disable_member(member_id: str):
 # --- keys ---------------------------------------------------------------------------------
 @bp.post("/members/<member_id>/keys")
 @requires("admin")
-@doc({201: C.IssuedKey}, body=C.KeyCreate, body_required=False, errors={404: ['member_not_found']})
+@doc({201: C.IssuedKey}, body=C.KeyCreate, body_required=False, errors={404: ['member_not_found'], 409: ['member_disabled']})
 def issue_key(member_id: str):
     """``{label?}`` → 201 with ``key``: the only time the key is shown."""
     body = json_body() if request.get_data() else {}
@@ -120,7 +120,7 @@ def revoke_key(key_id: str):
 # --- grants -------------------------------------------------------------------------------
 @bp.put("/banks/<bank_id>/grants/<member_id>")
 @requires("admin")
-@doc({200: C.Grant}, body=C.GrantSet, errors={404: ['member_not_found'], 400: ['unknown_purpose']})
+@doc({200: C.Grant}, body=C.GrantSet, errors={400: ['unknown_purpose', 'invalid_role']})
 def set_grant(bank_id: str, member_id: str):
     """``{role: read|write|admin, purposes?}`` → the grant (created or replaced)."""
     check_bank_id(bank_id)

@@ -309,7 +309,7 @@ def delete_document(bank_id: str, document_id: str):
 
 @bp.post(BANK + "/reflect")
 @requires("read")
-@doc({200: hs.ReflectResponse}, body=hs.ReflectRequest, errors={400: ['llm_not_configured', 'unsupported_hindsight_value', 'unknown_recipe', 'unknown_purpose'], 503: ['llm_unavailable']})
+@doc({200: hs.ReflectResponse}, body=hs.ReflectRequest, errors={400: ['llm_not_configured', 'unsupported_hindsight_value', 'unknown_recipe', 'unknown_purpose'], 502: ['llm_error', 'llm_reply_invalid']})
 def reflect(bank_id: str):
     """Answer a question from recall's results through the configured LLM (litellm;
     :mod:`rcll.reflect`). Fields: :data:`api.hindsight.REFLECT_FIELDS`. 400

@@ -70,8 +70,10 @@ def _run(case, checks, stats: Counter, failures: list) -> None:
     except (Exception, BaseExceptionGroup) as exc:  # a failed check: collect, go on
         stats["failures"] += 1
         if len(failures) < 40:
-            failures.append(f"{case.method} {case.formatted_path} "
-                            f"{type(exc).__name__}: {str(exc)[:600]}")
+            subs = getattr(exc, "exceptions", None) or [exc]
+            failures.append(f"{case.method} {case.formatted_path}: " + " | ".join(
+                f"{getattr(e, 'title', type(e).__name__)}: "
+                f"{' '.join(str(getattr(e, 'message', e)).split())[:400]}" for e in subs))
 
 
 def _fuzzer(cfg, strategy, checks, stats, failures):
