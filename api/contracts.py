@@ -221,9 +221,22 @@ class HindsightRetainRequest(RetainRequest):
 
 
 HindsightRecallRequest = _with_hindsight("HindsightRecallRequest", RecallQuery, hs.RECALL_FIELDS)
+def _bank_field(name: str, why: str) -> tuple[Any, Any]:
+    """The type of a Hindsight bank field as :func:`api.hindsight.bank_update` checks it
+    (text, 1-5 traits); Hindsight's engine settings are stored as given (any value)."""
+    if name == "name":
+        return str | None, Field(None, min_length=1, max_length=200, description=why)
+    if name in ("mission", "reflect_mission", "background"):
+        return str | None, Field(None, max_length=10_000, description=why)
+    if name == "disposition":
+        return dict[str, int] | None, Field(None, description=why)
+    if name.startswith("disposition_"):
+        return int | None, Field(None, ge=1, le=5, description=why)
+    return Any, Field(None, description=why)
+
+
 BankUpdate = create_model("BankUpdate", __config__=_STRICT,
-                          **{f: (Any, Field(None, description=why))
-                             for f, why in hs.BANK_FIELDS.items()})
+                          **{f: _bank_field(f, why) for f, why in hs.BANK_FIELDS.items()})
 
 
 class ConfigPatch(BaseModel):

@@ -296,7 +296,11 @@ def bank_update(body: dict) -> tuple[str | None, dict]:
                 raise APIError(400, "invalid_request", f"{key} must be text (≤ 10,000 chars)",
                                {"field": key})
             cfg[key] = value
-    traits = dict(body.pop("disposition", None) or {})
+    traits = body.pop("disposition", None) or {}
+    if not isinstance(traits, dict):  # a list or a string here was a 500 (schemathesis)
+        raise APIError(400, "invalid_request", "disposition must be an object of traits",
+                       {"field": "disposition"})
+    traits = dict(traits)
     for t in DEFAULT_DISPOSITION:
         if f"disposition_{t}" in body:
             traits[t] = body.pop(f"disposition_{t}")

@@ -127,3 +127,23 @@ def test_every_client_method_calls_a_documented_route(document):
                                            mode="serialization")
         own.pop("$defs", None)
         assert schemas[component] == own, name
+
+
+@pytest.mark.parametrize("value", [["calm"], "calm", 3, True])
+def test_bank_update_refuses_a_disposition_that_is_not_an_object(client, value):
+    """Found by schemathesis: a non-object ``disposition`` on PUT/PATCH bank, PUT profile
+    and PATCH config was a 500; now 400 ``invalid_request`` naming the field, nothing
+    stored."""
+    bank = "oa-disposition"
+    assert client.put(f"/v1/default/banks/{bank}", json={"name": "D"}).status_code == 200
+    for method, path, body in (
+            ("PUT", f"/v1/default/banks/{bank}", {"disposition": value}),
+            ("PATCH", f"/v1/default/banks/{bank}", {"disposition": value}),
+            ("PUT", f"/v1/default/banks/{bank}/profile", {"disposition": value}),
+            ("PATCH", f"/v1/default/banks/{bank}/config", {"updates": {"disposition": value}})):
+        r = client.open(path, method=method, json=body)
+        assert r.status_code == 400, (method, path, r.get_json())
+        assert r.get_json()["error"]["code"] == "invalid_request"
+        assert r.get_json()["error"]["details"] == {"field": "disposition"}
+    profile = client.get(f"/v1/default/banks/{bank}/profile").get_json()
+    assert profile["disposition"] == {"skepticism": 3, "literalism": 3, "empathy": 3}
