@@ -337,5 +337,4 @@ ClosetsPage = page("ClosetsPage", "closets")
 DedupPage = page("DedupPage", "proposals")
 ProposalsPage = page("ProposalsPage", "proposals")
 EntitiesPage = page("EntitiesPage", "entities", items=list[dict[str, Any]])
-OperationsPage = page("OperationsPage", "operations", bank_id=str)
 RecallGetAnswer = Open

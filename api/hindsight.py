@@ -373,40 +373,8 @@ class BankConfigResponse(_Open):
     overrides: dict[str, Any]
 
 
-class RetainResponse(_Open):
-    success: bool
-    bank_id: str
-    items_count: int
-    async_: bool = Field(alias="async")
-    operation_id: str | None = None
-
-
-class RecallScores(_Open):
-    final: float
-    reranker: float | None = None
-    semantic: float | None = None
-    keyword: float | None = None
-
-
-class RecallResult(_Open):
-    id: str
-    text: str
-    type: str | None = None
-    entities: list[str] | None = None
-    context: str | None = None
-    occurred_start: str | None = None
-    occurred_end: str | None = None
-    mentioned_at: str | None = None
-    document_id: str | None = None
-    metadata: dict[str, Any] | None = None
-    chunk_id: str | None = None
-    tags: list[str] | None = None
-    scores: RecallScores | None = None
-
-
-class RecallResponse(_Open):
-    results: list[RecallResult]
-    trace: dict[str, Any] | None = None
+# retain's and recall's answers: rcll.api_types (RetainAnswer, RecallAnswer; the client
+# returns them too)
 
 
 class OperationResponse(_Open):

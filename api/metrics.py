@@ -59,7 +59,8 @@ def _collector() -> ScrapeCollector:
 
 @bp.get("/metrics")
 @requires("public")
-@doc({200: None}, content_type="text/plain", errors={401: ["missing_api_key", "invalid_api_key"], 403: ["forbidden"]})
+@doc({200: None}, content_type="text/plain", errors={401: ["missing_api_key", "invalid_api_key"],
+    403: ["forbidden"]})
 def metrics():
     """Prometheus text exposition of every API process and the scrape-time samples."""
     svc = services()

@@ -179,6 +179,14 @@ def _query_params(schemas: dict, query_schema: dict) -> list[dict]:
     return out
 
 
+def _summary(docstring: str) -> str:
+    """The first sentence of a view's docstring, on one line (≤ 120 characters)."""
+    first = " ".join(docstring.split("\n\n")[0].split())
+    m = re.match(r"(.+?\.)(\s|$)", first)
+    out = m.group(1) if m else first
+    return out if len(out) <= 120 else out[:117].rsplit(" ", 1)[0] + " …"
+
+
 def build(app: Flask, title: str = "RCLL", version: str | None = None) -> dict:
     """The OpenAPI 3.1 document of ``app``: one operation per (rule, method) of
     ``app.url_map`` except HEAD/OPTIONS and Flask's own. Raises ``LookupError`` naming a
@@ -215,8 +223,7 @@ def build(app: Flask, title: str = "RCLL", version: str | None = None) -> dict:
                               "tags": list(d.tags) or [endpoint.split(".", 1)[0]],
                               "x-rcll-role": role}
         text = (view.__doc__ or "").strip()
-        op["summary"] = d.summary or (text.split("\n\n")[0].replace("\n", " ")[:120]
-                                      if text else endpoint)
+        op["summary"] = d.summary or _summary(text) or endpoint
         if text:
             op["description"] = text
         if role != "public":

@@ -14,9 +14,20 @@ from urllib.parse import quote
 
 import httpx
 
-from rcll.api_types import (BridgeAnswer, DeletedBank, DeletedTunnel, ForgetAnswer, Operation,
-                            OperationDetail, RecallAnswer, RetainAnswer, SupersedeAnswer, Tunnel,
-                            TunnelsPage, Unit)
+from rcll.api_types import (
+    BridgeAnswer,
+    DeletedBank,
+    DeletedTunnel,
+    ForgetAnswer,
+    Operation,
+    OperationDetail,
+    RecallAnswer,
+    RetainAnswer,
+    SupersedeAnswer,
+    Tunnel,
+    TunnelsPage,
+    Unit,
+)
 
 TERMINAL_STATES = frozenset({"succeeded", "failed", "partial"})
 

@@ -42,7 +42,8 @@ def _fields(body: dict, allowed: set[str], required: set[str] = frozenset()) -> 
 # --- members ------------------------------------------------------------------------------
 @bp.post("/members")
 @requires("admin")
-@doc({201: C.Member}, body=C.MemberCreate, errors={409: ['member_exists'], 400: ['unknown_purpose', 'invalid_member_id', 'reserved_member_id']})
+@doc({201: C.Member}, body=C.MemberCreate,
+    errors={409: ['member_exists'], 400: ['unknown_purpose', 'invalid_member_id', 'reserved_member_id']})
 def create_member():
     """``{member_id, name?, kind? (agent|person), is_admin?, default_purposes?}`` → 201 member."""
     body = json_body()
@@ -93,7 +94,8 @@ def disable_member(member_id: str):
 # --- keys ---------------------------------------------------------------------------------
 @bp.post("/members/<member_id>/keys")
 @requires("admin")
-@doc({201: C.IssuedKey}, body=C.KeyCreate, body_required=False, errors={404: ['member_not_found'], 409: ['member_disabled']})
+@doc({201: C.IssuedKey}, body=C.KeyCreate, body_required=False,
+    errors={404: ['member_not_found'], 409: ['member_disabled']})
 def issue_key(member_id: str):
     """``{label?}`` → 201 with ``key``: the only time the key is shown."""
     body = json_body() if request.get_data() else {}
@@ -134,6 +136,7 @@ def set_grant(bank_id: str, member_id: str):
 @requires("admin")
 @doc({200: C.GrantsAnswer})
 def list_grants(bank_id: str):
+    """The bank's grants (member, role, purposes)."""
     check_bank_id(bank_id)
     return jsonify({"bank_id": bank_id, "grants": _access().list_grants(principal(), bank_id)})
 
@@ -142,6 +145,7 @@ def list_grants(bank_id: str):
 @requires("admin")
 @doc({200: C.Open}, errors={404: ['member_not_found', 'grant_not_found']})
 def revoke_grant(bank_id: str, member_id: str):
+    """Revoke the member's grant on the bank; 404 ``grant_not_found``."""
     check_bank_id(bank_id)
     return jsonify(_access().revoke_grant(principal(), bank_id, member_id))
 

@@ -41,6 +41,7 @@ def list_banks():
 @requires("admin")
 @doc({200: T.DeletedBank})
 def delete_bank(bank_id: str):
+    """Delete the bank and everything in it (units, vectors, documents, jobs, tier 1)."""
     check_bank_id(bank_id)
     svc = services()
     with svc.pool.connection() as conn:

@@ -37,7 +37,8 @@ def _name(body: dict, field: str) -> str | None:
 
 @bp.post("/v1/default/banks/<bank_id>/closets")
 @requires("write")
-@doc({202: C.JobAccepted}, body=C.ClosetsBody, body_required=False, errors={400: ['llm_not_configured'], 503: ['queue_unavailable']})
+@doc({202: C.JobAccepted}, body=C.ClosetsBody, body_required=False,
+    errors={400: ['llm_not_configured'], 503: ['queue_unavailable']})
 def make_closets(bank_id: str):
     """Body (optional): ``{"room", "hall"}``. 202 ``{"operation_id", "status", "operation"}``;
     400 ``llm_not_configured`` in chunk mode; 404 ``bank_not_found``; 503

@@ -66,7 +66,9 @@ def scan_now(bank_id: str):
 
 @bp.post(f"{PREFIX}/<proposal_id>")
 @requires("admin")
-@doc({200: C.Open}, body=DecideRequest, errors={404: ['dedup_proposal_not_found', 'unit_not_found'], 409: ['dedup_proposal_decided', 'dedup_unit_not_live'], 400: ['invalid_proposal_id', 'invalid_unit_id']})
+@doc({200: C.Open}, body=DecideRequest,
+    errors={404: ['dedup_proposal_not_found', 'unit_not_found'], 409: ['dedup_proposal_decided',
+    'dedup_unit_not_live'], 400: ['invalid_proposal_id', 'invalid_unit_id']})
 def decide(bank_id: str, proposal_id: str):
     """Decide one open proposal; 409 ``dedup_proposal_decided`` with its state if decided."""
     check_bank_id(bank_id)

@@ -76,7 +76,9 @@ def merge_proposals(bank_id: str):
 
 @bp.post(BASE + "/merge")
 @requires("admin")
-@doc({200: C.MergeAnswer}, body=C.MergeBody, errors={404: ['entity_not_found', 'proposal_not_found'], 409: ['entity_already_merged', 'entity_name_taken', 'proposal_closed'], 400: ['invalid_entity_id']})
+@doc({200: C.MergeAnswer}, body=C.MergeBody,
+    errors={404: ['entity_not_found', 'proposal_not_found'], 409: ['entity_already_merged',
+    'entity_name_taken', 'proposal_closed'], 400: ['invalid_entity_id']})
 def merge(bank_id: str):
     """Merge explicitly: ``{"entity_ids": [keep, other, ...]}`` or ``{"proposal_id", "keep_id"?}``,
     optional ``"actor"``; ``{"proposal_id", "decision": "reject"}`` closes a proposal."""
@@ -108,7 +110,9 @@ def merge(bank_id: str):
 
 @bp.post(BASE + "/<entity_id>/split")
 @requires("admin")
-@doc({201: C.EntityAnswer}, body=C.SplitBody, errors={404: ['entity_not_found'], 400: ['invalid_entity_id', 'nothing_to_split'], 409: ['split_takes_everything', 'entity_name_taken']})
+@doc({201: C.EntityAnswer}, body=C.SplitBody,
+    errors={404: ['entity_not_found'], 400: ['invalid_entity_id', 'nothing_to_split'],
+    409: ['split_takes_everything', 'entity_name_taken']})
 def split(bank_id: str, entity_id: str):
     """Split a new entity off: ``{"aliases": [...]}`` or ``{"unit_ids": [...]}``, optional
     ``"name"`` and ``"actor"``. Answers the new entity (201)."""

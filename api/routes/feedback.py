@@ -17,7 +17,8 @@ bp = Blueprint("feedback", __name__)
 
 @bp.post("/v1/default/banks/<bank_id>/memories/<unit_id>/feedback")
 @requires("write")
-@doc({200: C.FeedbackAnswer}, body=C.FeedbackBody, errors={400: ['invalid_unit_id', 'invalid_outcome'], 404: ['unit_not_found']})
+@doc({200: C.FeedbackAnswer}, body=C.FeedbackBody,
+    errors={400: ['invalid_unit_id', 'invalid_outcome'], 404: ['unit_not_found']})
 def record_feedback(bank_id: str, unit_id: str):
     """Record one outcome ``{"outcome": "success"|"failure"}`` for the unit → 200
     ``{unit_id, success, failure, worth}`` (:func:`rcll.store.feedback.record`). 400

@@ -23,6 +23,7 @@ CHECK_TIMEOUT_S = 2
 @requires("public")
 @doc({200: C.Status})
 def healthz():
+    """Liveness: ``{"status": "ok"}`` while the process serves."""
     return jsonify({"status": "ok"})
 
 

@@ -177,7 +177,8 @@ def _config(row: dict) -> dict:
 
 @bp.get(BANK + "/memories/list")
 @requires("read")
-@doc({200: hs.ListMemoryUnitsResponse}, query=C.MemoriesListQuery, paged=True, errors={400: ['unsupported_hindsight_value']})
+@doc({200: hs.ListMemoryUnitsResponse}, query=C.MemoriesListQuery, paged=True,
+    errors={400: ['unsupported_hindsight_value']})
 def list_memories(bank_id: str):
     """One page of the bank's units the caller sees, newest first: ``?type=`` (Hindsight
     type or RCLL kind), ``q``, ``document_id``, ``entity_id``, ``tags`` (repeated),
@@ -309,7 +310,9 @@ def delete_document(bank_id: str, document_id: str):
 
 @bp.post(BANK + "/reflect")
 @requires("read")
-@doc({200: hs.ReflectResponse}, body=hs.ReflectRequest, errors={400: ['llm_not_configured', 'unsupported_hindsight_value', 'unknown_recipe', 'unknown_purpose'], 502: ['llm_error', 'llm_reply_invalid']})
+@doc({200: hs.ReflectResponse}, body=hs.ReflectRequest,
+    errors={400: ['llm_not_configured', 'unsupported_hindsight_value', 'unknown_recipe', 'unknown_purpose'],
+    502: ['llm_error', 'llm_reply_invalid']})
 def reflect(bank_id: str):
     """Answer a question from recall's results through the configured LLM (litellm;
     :mod:`rcll.reflect`). Fields: :data:`api.hindsight.REFLECT_FIELDS`. 400

@@ -5,6 +5,7 @@ from __future__ import annotations
 from flask import Blueprint, jsonify, request
 
 from api import contracts as C
+from api import hindsight as hs
 from api.auth import principal, requires
 from api.deps import services
 from api.errors import APIError
@@ -23,6 +24,9 @@ STATES = ("queued", "running", "succeeded", "failed", "partial")
 @requires("read")
 @doc({200: T.OperationDetail}, errors={404: ['operation_not_found']})
 def operation(bank_id: str, operation_id: str):
+    """One operation (job) by id or by Hindsight's caller-chosen ``operation_id``:
+    RCLL's ``state`` and Hindsight's ``status``, counts, the first page of item
+    errors."""
     check_bank_id(bank_id)
     with services().pool.connection() as conn:
         try:
@@ -41,7 +45,7 @@ def operation(bank_id: str, operation_id: str):
 
 @bp.get("/v1/default/banks/<bank_id>/operations")
 @requires("read")
-@doc({200: C.OperationsPage}, query=C.OperationsQuery, paged=True)
+@doc({200: hs.OperationsListResponse}, query=C.OperationsQuery, paged=True)
 def bank_operations(bank_id: str):
     """One page of a bank's jobs, newest first: ``?state=&limit=&offset=``."""
     check_bank_id(bank_id)

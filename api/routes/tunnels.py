@@ -31,7 +31,8 @@ def _writable() -> None:
 
 @bp.post("/tunnels")
 @requires("member")
-@doc({201: T.Tunnel, 200: T.Tunnel}, body=TunnelRequest, errors={400: ['invalid_unit_id', 'same_bank'], 404: ['unit_not_found'], 409: ['tunnel_exists']})
+@doc({201: T.Tunnel, 200: T.Tunnel}, body=TunnelRequest,
+    errors={400: ['invalid_unit_id', 'same_bank'], 404: ['unit_not_found'], 409: ['tunnel_exists']})
 def create_tunnel():
     """``{source_unit_id, target_unit_id, relationship="related", bidirectional=true}`` →
     201 the tunnel (200 when an equal one existed). 400 ``invalid_request`` /
@@ -45,7 +46,8 @@ def create_tunnel():
 
 @bp.get("/tunnels")
 @requires("member")
-@doc({200: T.TunnelsPage}, query=C.TunnelsQuery, paged=True, errors={400: ['invalid_bank_id'], 404: ['bank_not_found']})
+@doc({200: T.TunnelsPage}, query=C.TunnelsQuery, paged=True,
+    errors={400: ['invalid_bank_id'], 404: ['bank_not_found']})
 def list_tunnels():
     """``?bank_id=&limit=&offset=`` → ``{tunnels, limit, offset, total}``: the tunnels
     touching the bank whose other end the caller may read and see, oldest first. 400
@@ -80,7 +82,9 @@ def delete_tunnel(tunnel_id: str):
 
 @bp.post("/bridge")
 @requires("member")
-@doc({201: T.BridgeAnswer, 200: T.BridgeAnswer}, body=BridgeRequest, errors={400: ['invalid_unit_id', 'same_bank', 'invalid_bank_id', 'unknown_purpose'], 404: ['unit_not_found', 'no_match', 'bank_not_found'], 409: ['tunnel_exists']})
+@doc({201: T.BridgeAnswer, 200: T.BridgeAnswer}, body=BridgeRequest,
+    errors={400: ['invalid_unit_id', 'same_bank', 'invalid_bank_id', 'unknown_purpose'],
+    404: ['unit_not_found', 'no_match', 'bank_not_found'], 409: ['tunnel_exists']})
 def bridge():
     """``{source_unit_id, target_unit_id}`` or ``{source: {bank_id, query}, target: {bank_id,
     query}}`` plus ``relationship``, ``bidirectional``, ``purpose`` → 201 ``{tunnel, created,

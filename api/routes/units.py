@@ -64,7 +64,8 @@ def _route(rule: str, **kw):
 
 @_route("/banks/<bank_id>/units/<unit_id>", methods=["GET"])
 @requires("read")
-@doc({200: T.Unit}, query=C.PurposeQuery, errors={400: ['invalid_unit_id', 'unknown_purpose'], 404: ['unit_not_found']})
+@doc({200: T.Unit}, query=C.PurposeQuery,
+    errors={400: ['invalid_unit_id', 'unknown_purpose'], 404: ['unit_not_found']})
 def read_unit(bank_id: str, unit_id: str):
     """One unit with links, entities and sources → 200; ``?purpose=`` reads for a purpose.
     404 ``unit_not_found`` also for a unit the caller may not see."""
@@ -75,7 +76,9 @@ def read_unit(bank_id: str, unit_id: str):
 
 @_route("/banks/<bank_id>/units", methods=["POST"])
 @requires("write")
-@doc({201: T.Unit}, body=NewUnit, errors={400: ['invalid_unit_id', 'unknown_purpose', 'invalid_purposes', 'invalid_audience', 'unknown_member'], 403: ['audience_not_allowed'], 413: ['unit_too_long']})
+@doc({201: T.Unit}, body=NewUnit,
+    errors={400: ['invalid_unit_id', 'unknown_purpose', 'invalid_purposes', 'invalid_audience',
+    'unknown_member'], 403: ['audience_not_allowed'], 413: ['unit_too_long']})
 def remember_unit(bank_id: str):
     """Remember one unit synchronously → 201 with the unit."""
     check_bank_id(bank_id)
@@ -85,7 +88,10 @@ def remember_unit(bank_id: str):
 
 @_route("/banks/<bank_id>/units/derive", methods=["POST"])
 @requires("write")
-@doc({201: T.Unit}, body=DeriveBody, errors={400: ['invalid_unit_id', 'unknown_purpose', 'invalid_purposes', 'invalid_audience', 'unknown_member'], 403: ['audience_not_allowed'], 413: ['unit_too_long'], 404: ['unit_not_found'], 409: ['empty_intersection']})
+@doc({201: T.Unit}, body=DeriveBody,
+    errors={400: ['invalid_unit_id', 'unknown_purpose', 'invalid_purposes', 'invalid_audience',
+    'unknown_member'], 403: ['audience_not_allowed'], 413: ['unit_too_long'], 404: ['unit_not_found'],
+    409: ['empty_intersection']})
 def derive_unit(bank_id: str):
     """Derive a unit from ``source_ids`` → 201; 409 ``empty_intersection``."""
     check_bank_id(bank_id)
@@ -96,7 +102,10 @@ def derive_unit(bank_id: str):
 
 @_route("/banks/<bank_id>/units/<unit_id>", methods=["PATCH"])
 @requires("write")
-@doc({200: T.Unit}, body=CorrectBody, errors={400: ['invalid_unit_id', 'unknown_purpose', 'invalid_purposes', 'invalid_audience', 'unknown_member'], 403: ['audience_not_allowed'], 413: ['unit_too_long'], 404: ['unit_not_found'], 409: ['revision_conflict', 'unit_forgotten']})
+@doc({200: T.Unit}, body=CorrectBody,
+    errors={400: ['invalid_unit_id', 'unknown_purpose', 'invalid_purposes', 'invalid_audience',
+    'unknown_member'], 403: ['audience_not_allowed'], 413: ['unit_too_long'], 404: ['unit_not_found'],
+    409: ['revision_conflict', 'unit_forgotten']})
 def correct_unit(bank_id: str, unit_id: str):
     """Correct text or fields at ``revision`` → 200; 409 ``revision_conflict``."""
     check_bank_id(bank_id)
@@ -108,7 +117,10 @@ def correct_unit(bank_id: str, unit_id: str):
 
 @_route("/banks/<bank_id>/units/<unit_id>/supersede", methods=["POST"])
 @requires("write")
-@doc({201: T.SupersedeAnswer}, body=SupersedeBody, errors={400: ['invalid_unit_id', 'unknown_purpose', 'invalid_purposes', 'invalid_audience', 'unknown_member'], 403: ['audience_not_allowed'], 413: ['unit_too_long'], 404: ['unit_not_found'], 409: ['revision_conflict', 'already_superseded', 'unit_forgotten']})
+@doc({201: T.SupersedeAnswer}, body=SupersedeBody,
+    errors={400: ['invalid_unit_id', 'unknown_purpose', 'invalid_purposes', 'invalid_audience',
+    'unknown_member'], 403: ['audience_not_allowed'], 413: ['unit_too_long'], 404: ['unit_not_found'],
+    409: ['revision_conflict', 'already_superseded', 'unit_forgotten']})
 def supersede_unit(bank_id: str, unit_id: str):
     """Replace the unit with a new one → 201 ``{superseded, unit}``; 409
     ``revision_conflict`` / ``already_superseded``."""
@@ -120,7 +132,8 @@ def supersede_unit(bank_id: str, unit_id: str):
 
 @_route("/banks/<bank_id>/units/<unit_id>", methods=["DELETE"])
 @requires("write")
-@doc({200: T.ForgetAnswer}, body=ForgetBody, body_required=False, errors={400: ['invalid_unit_id'], 404: ['unit_not_found']})
+@doc({200: T.ForgetAnswer}, body=ForgetBody, body_required=False,
+    errors={400: ['invalid_unit_id'], 404: ['unit_not_found']})
 def forget_unit(bank_id: str, unit_id: str):
     """Forget the unit → 200 ``{unit_id, forgotten_at}`` (the same again on a repeat)."""
     check_bank_id(bank_id)

@@ -24,8 +24,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from tests.access.conftest import (  # noqa: F401 (fixtures)
-    ADMIN, ADMIN_KEY, auth_app, auth_services, auth_settings, enqueued)
+from tests.access.conftest import ADMIN, ADMIN_KEY, auth_app, auth_services, auth_settings, enqueued  # noqa: F401 (fixtures)
 from tests.conftest import db_counts
 
 BANK = "st-seeded"
@@ -38,7 +37,7 @@ CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
 
 
 @pytest.fixture(scope="module")
-def seeded(auth_app, services):
+def seeded(auth_app, services):  # noqa: F811 (the fixture imported above)
     """A bank with units, a document and a tunnel-less unit id, so some examples reach
     real rows (the rest exercise the 4xx paths)."""
     client = _Authed(auth_app.test_client())
@@ -87,7 +86,7 @@ def _fuzzer(cfg, strategy, checks, stats, failures):
     return fuzz
 
 
-def test_schemathesis(auth_app, seeded, capsys):
+def test_schemathesis(auth_app, seeded, capsys):  # noqa: F811
     schema = schemathesis.openapi.from_wsgi("/openapi.json", auth_app)
 
     @schema.auth()
