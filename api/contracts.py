@@ -200,6 +200,15 @@ class SplitBody(BaseModel):
     actor: str | None = None
 
 
+class FilesRetainForm(BaseModel):
+    """``multipart/form-data`` of ``POST …/files/retain`` (Hindsight's ``retain_files``)."""
+
+    files: list[bytes] = Field(description="one part per file (PDF, DOCX, PPTX, XLSX, HTML, "
+                                           "EPUB, text, markdown); one retain job each")
+    request: str | None = Field(None, description="JSON text of FileRetainRequest: "
+                                                  "{parser, files_metadata: [...]}")
+
+
 def _with_hindsight(name: str, base: type[BaseModel], fields: dict[str, str]) -> type[BaseModel]:
     """``base`` plus each allow-listed Hindsight field (any value, null allowed), described
     by its entry of the table (what RCLL does with it)."""
@@ -329,6 +338,11 @@ class ContextAnswer(Open):
 
 class Deleted(Open):
     success: bool
+
+
+class FilesAccepted(Open):
+    operation_ids: list[str]
+    operations: list[dict[str, Any]]
 
 
 MembersPage = page("MembersPage", "members")

@@ -7,6 +7,7 @@ timeouts) propagate as ``httpx.TransportError`` subclasses.
 
 from __future__ import annotations
 
+import json as _json
 import time
 from collections.abc import Callable, Iterable
 from typing import Any, Self
@@ -148,6 +149,25 @@ class RCLLClient:
         response = self._request(
             "POST", f"{self._bank(bank_id)}/memories", json={"items": items, "async": async_}
         )
+        return response.json()
+
+    def retain_files(self, bank_id: str, files: list[tuple[str, bytes]],
+                     files_metadata: list[dict] | None = None) -> dict:
+        """Retain document files (PDF, DOCX, PPTX, XLSX, HTML, EPUB, text, Markdown).
+
+        ``files``: ``[(file name, bytes), ...]``; ``files_metadata``: one dict per file
+        (``document_id``, ``context``, ``metadata``, ``tags``, ``timestamp``, ``audience``,
+        ``purposes``). POST ``/v1/default/banks/{bank_id}/files/retain`` (multipart, Hindsight's
+        shape) → 200 ``{"operation_ids": [...], "operations": [...]}``, one operation per file;
+        each converts on the workers and fails with the reason when the file cannot be read.
+        Raises :class:`RCLLHTTPError` (413 ``file_too_large``/``too_many_files``, 415
+        ``unsupported_file_type``, ...).
+        """
+        body = {"files_metadata": files_metadata} if files_metadata is not None else {}
+        response = self._request(
+            "POST", f"{self._bank(bank_id)}/files/retain",
+            files=[("files", (name, data)) for name, data in files],
+            data={"request": _json.dumps(body)})
         return response.json()
 
     # -- lifecycle verbs (README "Lifecycle verbs") ------------------------------------

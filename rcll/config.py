@@ -130,6 +130,10 @@ class Settings(BaseSettings):
         "item; requests are bounded by max_request_bytes.")
     max_request_bytes: int = Field(64 * 1024 * 1024, description="Bytes per request (413 "
                                    "payload_too_large).")
+    max_file_bytes: int = Field(25 * 1024 * 1024, description="Bytes per uploaded document "
+                                "file (files/retain, rcll ingest; 413 file_too_large).")
+    max_files_per_request: int = Field(32, description="Files per files/retain request (413 "
+                                       "too_many_files).")
     semantic_link_top_k: int = Field(
         5, ge=0, description="Semantic links per new unit: its k most similar live units of the bank.")
     semantic_link_min_cosine: float = Field(

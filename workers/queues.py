@@ -22,9 +22,10 @@ HEBBIAN_DECAY_TASK = "maintenance.hebbian_decay"  # beat: decay and prune co-rec
 
 
 def _routes() -> dict[str, dict[str, str]]:
-    from rcll.retain.stages import STAGES
+    from rcll.retain.stages import JOB_STEPS, STAGES
 
     return {**{stage.task_name: {"queue": stage.queue} for stage in STAGES},
+            **{step.task_name: {"queue": step.queue} for step in JOB_STEPS.values()},
             SWEEP_TASK: {"queue": QueueNames.MAINTENANCE},
             VECTOR_INDEX_TASK: {"queue": QueueNames.MAINTENANCE},
             DEDUP_SWEEP_TASK: {"queue": QueueNames.CONSOLIDATE},

@@ -14,6 +14,7 @@ from rcll.bootstrap import Services, bootstrap
 from rcll.consolidate import closets, dedup
 from rcll.db import is_transient
 from rcll.errors import BankNotFound
+from rcll.files import stage as file_stage
 from rcll.retain import lease, pipeline, recovery, stages
 from rcll.retain.stages import Stage
 from rcll.store import vector_index
@@ -160,6 +161,33 @@ def closets_task(self, job_id: str) -> None:
                 _run(self, step, job_id)
     except psycopg.OperationalError as exc:
         raise self.retry(exc=exc, countdown=2 ** min(self.request.retries, 5))
+
+
+@app.task(name=file_stage.TASK, bind=True, max_retries=len(stages.RETRY_DELAYS_S))
+def convert_task(self, job_id: str) -> None:
+    """A file job's ``convert`` step (queue ``extract``) under the job's lease
+    (:func:`rcll.files.stage.run_convert`), then its ``chunk`` stage is sent; a file that
+    cannot be converted ends the job ``failed`` there."""
+    svc = services()
+    s = svc.settings
+    converted: list[dict] = []
+
+    def run(ctx, jid: str) -> None:  # never advances through the retain stage table
+        counts = file_stage.run_convert(ctx, jid)
+        if counts is not None:
+            converted.append(counts)
+
+    step = dataclasses.replace(stages.JOB_STEPS[file_stage.STAGE], run=run)
+    try:
+        with lease.hold(svc.pool, job_id, step.name, first=False, lease_s=s.job_stale_after_s,
+                        owner=lease.new_owner(self.request.id)) as held:
+            if held:
+                _run(self, step, job_id)
+    except psycopg.OperationalError as exc:
+        raise self.retry(exc=exc, countdown=2 ** min(self.request.retries, 5))
+    if converted:  # if this send is lost, the sweep re-sends the job at chunk
+        nxt = stages.first()
+        app.send_task(nxt.task_name, args=[job_id], queue=nxt.queue)
 
 
 @app.task(name=CLOSET_CHECK_TASK, ignore_result=True)

@@ -6,7 +6,7 @@ from flask import Blueprint, jsonify, request
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from api import contracts as C
-from api.auth import requires
+from api.auth import requires, unit_visibility
 from api.deps import json_body, services
 from api.errors import APIError
 from api.openapi import doc
@@ -50,7 +50,8 @@ def list_proposals(bank_id: str):
     limit, offset = page_params()
     with services().pool.connection() as conn:
         banks.get(conn, bank_id)
-        rows, total = dedup.list_page(conn, bank_id, state, limit, offset)
+        rows, total = dedup.list_page(conn, bank_id, state, limit, offset,
+                                      see=unit_visibility(bank_id))
     return jsonify(page_body("proposals", rows, limit, offset, total))
 
 

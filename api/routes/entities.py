@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import Blueprint, jsonify, request
 
 from api import contracts as C
-from api.auth import requires
+from api.auth import requires, unit_visibility
 from api.deps import json_body, services
 from api.errors import APIError
 from api.openapi import doc
@@ -31,7 +31,8 @@ def list_entities(bank_id: str):
         raise APIError(400, "invalid_request", "q must be at most 200 characters", {"field": "q"})
     with services().pool.connection() as conn:
         banks.get(conn, bank_id)
-        rows, total = entities.list_page(conn, bank_id, limit, offset, q)
+        rows, total = entities.list_page(conn, bank_id, limit, offset, q,
+                                         see=unit_visibility(bank_id))
     body = page_body("entities", [entities.public(r) for r in rows], limit, offset, total)
     # Hindsight's shape beside RCLL's: ``items`` with ``canonical_name``
     body["items"] = [{**e, "canonical_name": e["name"]} for e in body["entities"]]
@@ -43,16 +44,19 @@ def list_entities(bank_id: str):
 @doc({200: C.EntityDetail}, paged=True, errors={404: ['entity_not_found'], 400: ['invalid_entity_id']})
 def entity(bank_id: str, entity_id: str):
     """An entity with its aliases, one page of mentions (``?limit=&offset=``, newest first),
-    the entities co-mentioned with it and its history."""
+    the entities co-mentioned with it and its history — mentions, counts and co-mentions
+    only from units the caller sees (an entity only they mention is 404)."""
     check_bank_id(bank_id)
     limit, offset = page_params(default_limit=20)
+    see = unit_visibility(bank_id)
     with services().pool.connection() as conn:
-        row = entities.get(conn, bank_id, entity_id)
+        row = entities.get(conn, bank_id, entity_id, see=see)
         eid = str(row["id"])
         body = entities.public(row)
-        body["mentions"] = page_body("items", entities.mentions(conn, eid, limit, offset), limit,
-                                     offset, int(row["mentions"]))
-        body["linked_entities"] = entities.linked(conn, eid)
+        body["mentions"] = page_body("items", entities.mentions(conn, eid, limit, offset,
+                                                                see=see),
+                                     limit, offset, int(row["mentions"]))
+        body["linked_entities"] = entities.linked(conn, eid, see=see)
         body["history"] = entity_edits.history(conn, eid)
     return jsonify(body)
 

@@ -35,6 +35,13 @@ def _member() -> str | None:
     return None if who.all_audiences else who.member_id
 
 
+def _purposes(bank_id: str) -> list[str] | None:
+    """The purposes a listed unit must carry one of (those granted to the caller on the
+    bank, spec §7), ``None`` when the caller sees every unit."""
+    who = principal()
+    return None if who.all_audiences else list(who.purposes(bank_id))
+
+
 def _tags_args() -> tuple[list[str] | None, str]:
     tags = request.args.getlist("tags") or None
     match = request.args.get("tags_match") or "any"
@@ -97,7 +104,8 @@ def stats(bank_id: str):
     check_bank_id(bank_id)
     with services().pool.connection() as conn:
         banks.get(conn, bank_id)
-        s = documents.stats(conn, bank_id, member=_member())
+        s = documents.stats(conn, bank_id, member=_member(),
+                            purposes=_purposes(bank_id))
     by_type: dict[str, int] = {}
     for kind, n in s["units_by_kind"].items():
         t = hs.KIND_TYPE.get(kind, "world")
@@ -208,7 +216,8 @@ def list_memories(bank_id: str):
     with services().pool.connection() as conn:
         banks.get(conn, bank_id)
         rows, total = documents.list_units(
-            conn, bank_id, limit, offset, member=_member(), kinds=kinds, q=q,
+            conn, bank_id, limit, offset, member=_member(), purposes=_purposes(bank_id),
+            kinds=kinds, q=q,
             document_id=request.args.get("document_id") or None, tags=tags, tags_match=match,
             entity_id=entity_id, state=state)
     items = [{**r, "fact_type": hs.KIND_TYPE.get(r["kind"], "world"),
@@ -251,7 +260,8 @@ def list_tags(bank_id: str):
         raise APIError(400, "invalid_request", "q must be at most 200 characters", {"field": "q"})
     with services().pool.connection() as conn:
         banks.get(conn, bank_id)
-        rows, total = documents.tags(conn, bank_id, limit, offset, member=_member(), q=q)
+        rows, total = documents.tags(conn, bank_id, limit, offset, member=_member(),
+                                     purposes=_purposes(bank_id), q=q)
     return jsonify({"items": rows, "total": total, "limit": limit, "offset": offset})
 
 
@@ -269,7 +279,8 @@ def list_documents(bank_id: str):
     q = request.args.get("q") or None
     with services().pool.connection() as conn:
         banks.get(conn, bank_id)
-        rows, total = documents.list_page(conn, bank_id, limit, offset, member=_member(), q=q,
+        rows, total = documents.list_page(conn, bank_id, limit, offset, member=_member(),
+                                          purposes=_purposes(bank_id), q=q,
                                           tags=tags)
     return jsonify({"items": rows, "total": total, "limit": limit, "offset": offset})
 
@@ -283,7 +294,8 @@ def get_document(bank_id: str, document_id: str):
     check_bank_id(bank_id)
     with services().pool.connection() as conn:
         banks.get(conn, bank_id)
-        return jsonify(documents.get(conn, bank_id, document_id, member=_member()))
+        return jsonify(documents.get(conn, bank_id, document_id, member=_member(),
+                                     purposes=_purposes(bank_id)))
 
 
 @bp.delete(BANK + "/documents/<path:document_id>")

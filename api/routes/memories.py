@@ -1,28 +1,29 @@
-"""One memory unit with its links, entities and sources: ``GET …/memories/{unit_id}``."""
+"""One memory unit with its links, entities and sources: ``GET …/memories/{unit_id}``
+(Hindsight's shape) — the same service as ``GET /banks/{bank_id}/units/{unit_id}``."""
 
 from __future__ import annotations
 
-from flask import Blueprint, jsonify
+from flask import Blueprint, jsonify, request
 
-from api.auth import requires
+from api import contracts as C
+from api.auth import principal, requires
 from api.deps import services
 from api.openapi import doc
 from api.schemas import check_bank_id
 from rcll import api_types as T
-from rcll.store import banks, memories
 
 bp = Blueprint("memories", __name__)
 
 
 @bp.get("/v1/default/banks/<bank_id>/memories/<unit_id>")
 @requires("read")
-@doc({200: T.Unit}, errors={400: ['invalid_unit_id'], 404: ['unit_not_found']})
+@doc({200: T.Unit}, query=C.PurposeQuery,
+     errors={400: ['invalid_unit_id', 'unknown_purpose'], 404: ['unit_not_found']})
 def memory(bank_id: str, unit_id: str):
-    """The unit (:func:`rcll.store.memories.get`); 400 ``invalid_unit_id``, 404
-    ``bank_not_found`` / ``unit_not_found``."""
+    """The unit (:meth:`rcll.lifecycle.service.Lifecycle.read`: audience and purposes
+    apply; ``?purpose=`` reads for one purpose); 400 ``invalid_unit_id``, 403
+    ``purpose_not_granted``, 404 ``bank_not_found`` / ``unit_not_found`` (also a unit the
+    caller may not see)."""
     check_bank_id(bank_id)
-    memories.parse_unit_id(unit_id)
-    with services().read_pool.connection() as conn, conn.transaction():
-        conn.execute("SET TRANSACTION READ ONLY")
-        banks.get(conn, bank_id)
-        return jsonify(memories.get(conn, bank_id, unit_id))
+    return jsonify(services().lifecycle.read(principal(), bank_id, unit_id,
+                                             purpose=request.args.get("purpose")))

@@ -200,7 +200,8 @@ class Cascade:
         timings["total"] = _ms(t0)
         metrics.observe_recall(timings, tried, used, len(results))
         return replace(res, results=results, tiers=tried, tier_reason=p.reason,
-                       tokens_used=used, counts={**res.counts, **counts_extra},
+                       tokens_used=used,
+                       counts={**res.counts, **counts_extra, "returned": len(results)},
                        degraded=degraded + res.degraded,
                        timings_ms=timings if q.trace else None)
 

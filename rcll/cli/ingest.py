@@ -5,6 +5,11 @@ A text file is one item whose ``document_id`` is its path, so re-ingesting a cha
 leaves exactly its latest version live. A file that cannot be read as text (binary, not
 UTF-8, unreadable) or that the server refuses alone (an ``item_too_large`` or invalid item)
 is skipped and reported; everything else is still sent.
+
+Document files (PDF, DOCX, PPTX, XLSX, HTML, EPUB: :data:`rcll.files.convert.TYPES`) are
+uploaded to ``files/retain`` (one operation each, converted on the workers) with their path
+as ``document_id`` and ``metadata.path``; a file the workers cannot convert fails its
+operation with the reason.
 """
 
 from __future__ import annotations
@@ -14,8 +19,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rcll.files.convert import TYPES
+
 TEXT_SUFFIXES = (".txt", ".md", ".markdown")
+DOCUMENT_SUFFIXES = tuple(s for s in TYPES if s not in (*TEXT_SUFFIXES, ".text"))
 BATCH_BYTES = 8 * 1024 * 1024  # one request's content stays well under the API's byte limit
+FILE_BATCH = 8  # document files per files/retain request
 
 
 @dataclass
@@ -33,6 +42,7 @@ class Plan:
     items: list[dict] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)  # document files, sent as files
 
 
 def _read_text(f: Path) -> str:
@@ -49,7 +59,8 @@ def _read_text(f: Path) -> str:
 
 def read_paths(paths: tuple[str, ...] | list[str]) -> Plan:
     """Items from files and folders: ``.txt``/``.md``/``.markdown`` files (one item each) and
-    ``.jsonl`` item files (suffixes in any case). Everything that cannot be taken is listed
+    ``.jsonl`` item files (suffixes in any case); document files (:data:`DOCUMENT_SUFFIXES`)
+    go to ``plan.files``. Everything that cannot be taken is listed
     in ``plan.skipped`` with its reason, never silently dropped and never fatal: a file of
     another type, a binary, non-UTF-8, unreadable or empty file, a JSONL line that is not a
     JSON object. Hidden files and folders (a name starting with ``.``, e.g. ``.git``) inside
@@ -63,9 +74,13 @@ def read_paths(paths: tuple[str, ...] | list[str]) -> Plan:
             files = [p]
         for f in files:
             suffix = f.suffix.lower()
+            if suffix in DOCUMENT_SUFFIXES:
+                plan.files.append(f)
+                continue
             if suffix not in (*TEXT_SUFFIXES, ".jsonl"):
-                plan.skipped.append(Skipped(str(f), "unsupported file type "
-                                                    "(.txt, .md, .markdown, .jsonl)"))
+                plan.skipped.append(Skipped(str(f), "unsupported file type (.txt, .md, "
+                                                    ".markdown, .jsonl, "
+                                                    f"{', '.join(DOCUMENT_SUFFIXES)})"))
                 continue
             try:
                 text = _read_text(f)
@@ -142,4 +157,55 @@ def submit(client, bank: str, plan: Plan, batch_size: int,
 
     for idx in batches(plan.items, batch_size):
         send(idx)
+    return ops, skipped
+
+
+def submit_files(client, bank: str, files: list[Path], batch: int = FILE_BATCH,
+                 max_bytes: int = BATCH_BYTES * 4,
+                 on_sent: Callable[[int], None] | None = None) -> tuple[list[str], list[Skipped]]:
+    """Upload document ``files`` to ``files/retain`` in requests of at most ``batch`` files
+    and about ``max_bytes``; ``(operation ids, skipped)``. A request the server refuses with
+    a 4xx (other than 429) is re-sent file by file, and a file refused alone (413
+    ``file_too_large``, 415, ...) or unreadable here is skipped with the reason. 5xx and
+    transport errors propagate."""
+    from rcll.client import RCLLHTTPError
+
+    ops: list[str] = []
+    skipped: list[Skipped] = []
+
+    def send(group: list[tuple[Path, bytes]]) -> None:
+        meta = [{"document_id": str(f), "metadata": {"path": str(f)}} for f, _ in group]
+        try:
+            ops.extend(client.retain_files(bank, [(f.name, data) for f, data in group],
+                                           meta)["operation_ids"])
+        except RCLLHTTPError as exc:
+            if not 400 <= exc.status < 500 or exc.status == 429:
+                raise
+            if len(group) == 1:
+                skipped.append(Skipped(str(group[0][0]), f"{exc.code}: {exc.message}"))
+            else:
+                for one in group:
+                    send([one])
+                return
+        if on_sent:
+            on_sent(len(group))
+
+    group: list[tuple[Path, bytes]] = []
+    size = 0
+    for f in files:
+        try:
+            data = f.read_bytes()
+        except OSError as exc:
+            skipped.append(Skipped(str(f), str(exc) or type(exc).__name__))
+            continue
+        if not data:
+            skipped.append(Skipped(str(f), "empty file"))
+            continue
+        if group and (len(group) >= batch or size + len(data) > max_bytes):
+            send(group)
+            group, size = [], 0
+        group.append((f, data))
+        size += len(data)
+    if group:
+        send(group)
     return ops, skipped

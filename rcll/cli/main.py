@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 import click
@@ -169,32 +170,45 @@ def beat() -> None:
 @click.option("--bank", required=True, help="Bank to retain into (created on first use).")
 @click.option("--batch-size", default=100, show_default=True)
 def ingest(paths: tuple[str, ...], bank: str, batch_size: int) -> None:
-    """Retain text/markdown files, folders and JSONL item files; show progress until done.
+    """Retain text/markdown files, document files (PDF, DOCX, PPTX, XLSX, HTML, EPUB),
+    folders and JSONL item files; show progress until done.
 
-    Files that cannot be taken (another type, binary, not UTF-8, a bad JSONL line, refused by
-    the server) are skipped and listed at the end; the rest are ingested. Hidden files and
-    folders inside a folder (``.git``) are not read. Exit status 1 if anything was skipped or failed.
+    Document files are uploaded and converted on the workers (one operation each; a file that
+    cannot be converted fails its operation with the reason). Files that cannot be taken
+    (another type, binary, not UTF-8, a bad JSONL line, refused by the server) are skipped
+    and listed at the end; the rest are ingested. Hidden files and folders inside a folder
+    (``.git``) are not read. Exit status 1 if anything was skipped or failed.
     """
     from rich.progress import Progress
 
-    from rcll.cli.ingest import read_paths, submit
+    from rcll.cli.ingest import read_paths, submit, submit_files
 
+    started = time.monotonic()
     plan = read_paths(paths)
-    if not plan.items and not plan.skipped:
-        raise click.ClickException("no .txt, .md or .jsonl input found")
+    if not plan.items and not plan.skipped and not plan.files:
+        raise click.ClickException("no .txt, .md, .jsonl or document input found")
     client = _client()
     with Progress(console=console) as progress:
-        sent = progress.add_task("submitting", total=len(plan.items))
+        sent = progress.add_task("submitting", total=len(plan.items) + len(plan.files))
         ops, refused = submit(client, bank, plan, batch_size,
                               on_sent=lambda n: progress.advance(sent, n))
-        done = progress.add_task("processing jobs", total=len(ops))
-        final = client.wait(bank, ops, on_progress=lambda d, t: progress.update(done, completed=d))
+        file_ops, file_refused = submit_files(client, bank, plan.files,
+                                              on_sent=lambda n: progress.advance(sent, n))
+        done = progress.add_task("processing jobs", total=len(ops) + len(file_ops))
+        final = client.wait(bank, ops + file_ops,
+                            on_progress=lambda d, t: progress.update(done, completed=d))
     created = sum(o.get("counts", {}).get("units_created", 0) for o in final)
     skipped_units = sum(o.get("counts", {}).get("units_skipped", 0) for o in final)
     bad = [o for o in final if o["state"] != "succeeded"]
-    skipped = plan.skipped + refused
+    skipped = plan.skipped + refused + file_refused
     taken = len(plan.items) - len(refused)
-    console.print(f"{taken} items → {created} new units, {skipped_units} already stored")
+    elapsed = time.monotonic() - started
+    line = f"{taken} items → {created} new units, {skipped_units} already stored"
+    if plan.files:
+        files_ok = sum(1 for o in final[len(ops):] if o["state"] != "failed")
+        line += (f"; {len(plan.files)} document files, {files_ok} converted, "
+                 f"{len(plan.files) / elapsed:.2f} files/s")
+    console.print(line)
     for o in bad:
         console.print(f"[red]operation {o['id']} {o['state']}: {o.get('error')}")
     if skipped:

@@ -64,9 +64,10 @@ def derive(ctx: LifecycleContext, principal: Principal, bank_id: str, source_ids
     unit is written, so none is forgotten or re-scoped meanwhile. Returns the unit JSON.
 
     Raises 403 ``forbidden`` (no write role), 400 ``invalid_request`` (no sources, too many,
-    a malformed id), 404 ``unit_not_found`` (a source missing or invisible to the caller:
-    one answer), 409 ``unit_forgotten`` (a forgotten source), 409 ``empty_intersection``
-    (details: ``reason``), 413 ``unit_too_long``.
+    a malformed id), 404 ``unit_not_found`` (a source missing or invisible to the caller —
+    another member's audience, or no purpose granted to the caller: one answer), 409
+    ``unit_forgotten`` (a forgotten source), 409 ``empty_intersection`` (details:
+    ``reason``), 413 ``unit_too_long``.
     """
     principal.require(bank_id, "write")
     u = parse_new(unit)
@@ -108,7 +109,6 @@ def derive(ctx: LifecycleContext, principal: Principal, bank_id: str, source_ids
         done = indexing.index(conn, ctx, bank_id, uid, u.text, u.metadata, prepared)
         audit.record(conn, principal.member_id, "unit.derive", bank_id, uid,
                      {"source_ids": ids, "audience": audience, "purposes": purposes})
-        out = memories.get(conn, bank_id, uid, member_id=principal.member_id,
-                           all_audiences=principal.all_audiences)
+        out = memories.get(conn, bank_id, uid, **rules.seen(principal, bank_id))
     invalidation.bank_written(ctx.hot, bank_id)
     return {**out, "embedded": done["embedded"]}

@@ -13,11 +13,14 @@ def read(ctx: LifecycleContext, principal: Principal, bank_id: str, unit_id: str
          purpose: str | None = None) -> dict:
     """The unit JSON (:func:`rcll.store.memories.get`: fields, ``revision``, ``audience``,
     ``purposes``, ``origin``, ``forgotten``/``forgotten_at``, ``links``, ``entities``,
-    ``sources``), links and sources limited to units the caller sees. A forgotten unit is
-    returned as its tombstone (empty text, ``forgotten`` true).
+    ``sources``), links and sources limited to units the caller sees (audience, and a
+    purpose as below). A forgotten unit is returned as its tombstone (empty text,
+    ``forgotten`` true).
 
     ``purpose`` (optional): read for that purpose — it must be granted to the caller on the
-    bank (403 ``purpose_not_granted``) and the unit must carry it (else 404).
+    bank (403 ``purpose_not_granted``) and the unit must carry it (else 404). Without it the
+    unit must carry one of the purposes granted to the caller on the bank (else 404); the
+    unrestricted principal (auth off) sees every purpose.
     Raises 403 ``forbidden`` (no read role), 400 ``invalid_unit_id``, 404 ``bank_not_found``,
     404 ``unit_not_found`` (missing, in another bank, or invisible to the caller: one answer).
     Runs in a READ ONLY transaction on the read pool; writes nothing.
@@ -33,8 +36,5 @@ def read(ctx: LifecycleContext, principal: Principal, bank_id: str, unit_id: str
         banks.get(conn, bank_id)
         row = conn.execute("SELECT audience, purposes FROM memory_units WHERE id = %s "
                            "AND bank_id = %s", (uid, bank_id)).fetchone()
-        rules.visible_row(principal, bank_id, uid, row)
-        if purpose is not None and purpose not in row["purposes"]:
-            raise rules.not_found(bank_id, uid)
-        return memories.get(conn, bank_id, uid, member_id=principal.member_id,
-                            all_audiences=principal.all_audiences)
+        rules.visible_row(principal, bank_id, uid, row, purpose)
+        return memories.get(conn, bank_id, uid, **rules.seen(principal, bank_id, purpose))

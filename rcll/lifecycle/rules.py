@@ -1,5 +1,6 @@
 """The rules every lifecycle verb applies: the caller's role on the bank, the audience rule
-(a unit the caller may not see is answered exactly like a missing one: 404, no existence
+(a unit the caller may not see — another member's audience, or none of the purposes granted
+to the caller on the bank — is answered exactly like a missing one: 404, no existence
 oracle), who may write which audience, and the closed set of purposes.
 
 Errors (all :mod:`rcll.errors` classes, so every channel maps them the same way):
@@ -52,11 +53,35 @@ def not_found(bank_id: str, unit_id: str) -> UnitNotFound:
                         {"unit_id": unit_id, "bank_id": bank_id})
 
 
-def visible_row(principal: Principal, bank_id: str, unit_id: str, row: dict | None) -> dict:
-    """``row`` if it exists and the caller sees its audience; else :func:`not_found`."""
+def seen_purposes(principal: Principal, bank_id: str,
+                  purpose: str | None = None) -> tuple[str, ...] | None:
+    """The purposes a unit (or a linked unit, a source) must share at least one of to be
+    visible to the caller on ``bank_id``: ``(purpose,)`` when the caller names one, else
+    the purposes granted to it on the bank (spec §7: a grant names the purposes a member may
+    recall for; reading by id does not widen them); ``None`` (no purpose filter) for the
+    unrestricted principal (auth off, internal calls)."""
+    if principal.all_audiences and purpose is None:
+        return None
+    return (purpose,) if purpose is not None else tuple(principal.purposes(bank_id))
+
+
+def visible_row(principal: Principal, bank_id: str, unit_id: str, row: dict | None,
+                purpose: str | None = None) -> dict:
+    """``row`` (with ``audience`` and ``purposes``) if it exists, the caller sees its
+    audience and it shares a purpose with :func:`seen_purposes`; else :func:`not_found`."""
     if row is None or not principal.sees(row["audience"]):
         raise not_found(bank_id, unit_id)
+    purposes = seen_purposes(principal, bank_id, purpose)
+    if purposes is not None and not set(row["purposes"]) & set(purposes):
+        raise not_found(bank_id, unit_id)
     return row
+
+
+def seen(principal: Principal, bank_id: str, purpose: str | None = None) -> dict:
+    """Keyword arguments of :func:`rcll.store.memories.get` that limit a unit's links and
+    sources to units the caller sees (audience and :func:`seen_purposes`)."""
+    return {"member_id": principal.member_id, "all_audiences": principal.all_audiences,
+            "purposes": seen_purposes(principal, bank_id, purpose)}
 
 
 def unit_id(value: str) -> str:

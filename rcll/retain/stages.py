@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from rcll.consolidate import closets
+from rcll.files import stage as file_stage
 from rcll.retain import entity_stage, extraction, link_stage, pipeline
 from rcll.retain.pipeline import RetainContext
 
@@ -51,6 +52,9 @@ STAGES: tuple[Stage, ...] = (
 JOB_STEPS: dict[str, Stage] = {
     closets.STAGE: Stage(closets.STAGE, "consolidate", closets.run_closets,
                          task="consolidate.closets"),
+    # a file job's first step: convert the file, then it goes on at ``chunk`` (rcll.files)
+    file_stage.STAGE: Stage(file_stage.STAGE, "extract", file_stage.run_convert,
+                            task=file_stage.TASK),
 }
 
 

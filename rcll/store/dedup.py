@@ -18,6 +18,7 @@ from psycopg import Connection
 from rcll.errors import BankNotFound, InvalidInput, NotFound, Rejected
 from rcll.search.scope import CallerScope
 from rcll.store import links
+from rcll.store.visibility import unit_visible
 
 STATES = ("open", "merged", "kept")
 ACTIONS = ("merge", "keep")
@@ -140,10 +141,17 @@ _FROM = """dedup_proposals p JOIN memory_units a ON a.id = p.unit_a
 
 
 def list_page(conn: Connection, bank_id: str, state: str | None = None, limit: int = 50,
-              offset: int = 0) -> tuple[list[dict], int]:
+              offset: int = 0, see: dict | None = None) -> tuple[list[dict], int]:
     """One page of a bank's proposals, highest cosine first (ties by id, so pages never
-    overlap), optionally in one ``state``; ``(rows as :func:`to_json`, total matching)``."""
+    overlap), optionally in one ``state``; with ``see`` (the keyword arguments of
+    :func:`rcll.store.visibility.unit_visible`) only proposals whose two units the caller
+    sees; ``(rows as :func:`to_json`, total matching)``."""
     where, params = "p.bank_id = %(bank_id)s", {"bank_id": bank_id, "preview": TEXT_PREVIEW}
+    if see is not None:
+        cond_a, vis = unit_visible("a", **see)
+        cond_b, _ = unit_visible("b", **see)
+        where += f" AND {cond_a} AND {cond_b}"
+        params |= vis
     if state:
         where += " AND p.state = %(state)s"
         params["state"] = state
@@ -151,7 +159,7 @@ def list_page(conn: Connection, bank_id: str, state: str | None = None, limit: i
         f"""SELECT {_COLUMNS} FROM {_FROM} WHERE {where}
             ORDER BY p.cosine DESC, p.id LIMIT %(limit)s OFFSET %(offset)s""",
         {**params, "limit": limit, "offset": offset}).fetchall()
-    total = conn.execute(f"SELECT count(*) AS n FROM dedup_proposals p WHERE {where}",
+    total = conn.execute(f"SELECT count(*) AS n FROM {_FROM} WHERE {where}",
                          params).fetchone()["n"]
     return [to_json(r) for r in rows], total
 

@@ -4,7 +4,9 @@ memory of a bank).
 
 Visibility: ``member`` ``None`` sees every unit (auth off, deployment admin, internal);
 otherwise only units whose audience is ``'bank'`` or that member (spec §7) are listed or
-counted. Forgotten units (tombstones) are never listed or counted.
+counted; the readers also take ``purposes`` (the caller's granted purposes on the bank;
+``None``: every purpose) and then count only units carrying one of them. Forgotten units
+(tombstones) are never listed or counted.
 """
 
 from __future__ import annotations
@@ -20,13 +22,19 @@ class DocumentNotFound(NotFound):
     code = "document_not_found"
 
 
-def _vis(member: str | None, alias: str = "u") -> tuple[str, dict]:
-    """``(sql, params)``: the units of ``alias`` this member may see, tombstones excluded."""
+def _vis(member: str | None, alias: str = "u",
+         purposes: Sequence[str] | None = None) -> tuple[str, dict]:
+    """``(sql, params)``: the units of ``alias`` this member may see, tombstones excluded;
+    with ``purposes``, only units carrying one of them (the caller's granted purposes)."""
     sql = f"{alias}.forgotten_at IS NULL"
-    if member is None:
-        return sql, {}
-    return (f"{sql} AND ({alias}.audience = 'bank' OR {alias}.audience = %(member)s)",
-            {"member": member})
+    params: dict = {}
+    if member is not None:
+        sql += f" AND ({alias}.audience = 'bank' OR {alias}.audience = %(member)s)"
+        params["member"] = member
+    if purposes is not None:
+        sql += f" AND {alias}.purposes && %(vis_purposes)s::text[]"
+        params["vis_purposes"] = list(purposes)
+    return sql, params
 
 
 def _iso(v):
@@ -36,14 +44,15 @@ def _iso(v):
 # -- documents ---------------------------------------------------------------------------
 
 def list_page(conn: Connection, bank_id: str, limit: int, offset: int, *,
-              member: str | None = None, q: str | None = None,
+              member: str | None = None,
+        purposes: Sequence[str] | None = None, q: str | None = None,
               tags: Sequence[str] | None = None) -> tuple[list[dict], int]:
     """One page of the bank's documents holding at least one unit the member sees, newest
     first (ties by id): ``[{"id" (the caller's document id), "bank_id", "content_hash",
     "created_at", "updated_at", "memory_unit_count" (live units), "text_length",
     "document_metadata", "tags", "revision"}]`` and the total. ``q``: document ids
     containing it (case-insensitive); ``tags``: documents holding any of them."""
-    vis, params = _vis(member)
+    vis, params = _vis(member, purposes=purposes)
     params.update({"bank": bank_id, "limit": limit, "offset": offset})
     where = ["d.bank_id = %(bank)s",
              f"EXISTS (SELECT 1 FROM memory_units u WHERE u.document_id = d.id AND {vis})"]
@@ -79,12 +88,13 @@ def _doc(bank_id: str, r: dict) -> dict:
             "revision": r["revision"]}
 
 
-def get(conn: Connection, bank_id: str, document_id: str, *, member: str | None = None) -> dict:
+def get(conn: Connection, bank_id: str, document_id: str, *, member: str | None = None,
+        purposes: Sequence[str] | None = None) -> dict:
     """One document: the fields of :func:`list_page` plus ``original_text`` (the text of its
     live version: its live chunks in order, joined by a blank line) and
     ``nodes_by_fact_type`` (live units per kind). Raises :class:`DocumentNotFound` when the
     bank has no such document or the member sees none of its units."""
-    vis, params = _vis(member)
+    vis, params = _vis(member, purposes=purposes)
     params.update({"bank": bank_id, "doc": document_id})
     r = conn.execute(
         f"""SELECT d.id AS pk, d.document_id, d.content_hash, d.created_at, d.updated_at,
@@ -167,7 +177,8 @@ def clear_bank(conn: Connection, bank_id: str, kinds: Sequence[str] | None = Non
 # -- memories, tags, stats ---------------------------------------------------------------
 
 def list_units(conn: Connection, bank_id: str, limit: int, offset: int, *,
-               member: str | None = None, kinds: Sequence[str] | None = None,
+               member: str | None = None,
+        purposes: Sequence[str] | None = None, kinds: Sequence[str] | None = None,
                q: str | None = None, document_id: str | None = None,
                tags: Sequence[str] | None = None, tags_match: str = "any",
                entity_id: str | None = None, state: str | None = None
@@ -181,7 +192,7 @@ def list_units(conn: Connection, bank_id: str, limit: int, offset: int, *,
     hall, layer, document_id, chunk_id, tags, metadata, occurred_start/end, mentioned_at,
     created_at, invalidated_reason, superseded_by_id, audience, purposes, revision,
     entity_names."""
-    vis, params = _vis(member)
+    vis, params = _vis(member, purposes=purposes)
     params.update({"bank": bank_id, "limit": limit, "offset": offset})
     where = ["u.bank_id = %(bank)s", vis]
     if state == "invalidated":
@@ -230,11 +241,12 @@ def list_units(conn: Connection, bank_id: str, limit: int, offset: int, *,
 
 
 def tags(conn: Connection, bank_id: str, limit: int, offset: int, *,
-         member: str | None = None, q: str | None = None) -> tuple[list[dict], int]:
+         member: str | None = None,
+        purposes: Sequence[str] | None = None, q: str | None = None) -> tuple[list[dict], int]:
     """The tags on the bank's live units the member sees, with how many units carry each,
     most used first (ties by tag): ``[{"tag", "count"}]`` and the number of distinct tags.
     ``q``: tags starting with it (case-insensitive; ``*`` is a wildcard)."""
-    vis, params = _vis(member)
+    vis, params = _vis(member, purposes=purposes)
     params.update({"bank": bank_id, "limit": limit, "offset": offset})
     tag_where = ""
     if q:
@@ -252,11 +264,12 @@ def tags(conn: Connection, bank_id: str, limit: int, offset: int, *,
     return [{"tag": r["tag"], "count": int(r["count"])} for r in rows], total
 
 
-def stats(conn: Connection, bank_id: str, *, member: str | None = None) -> dict:
+def stats(conn: Connection, bank_id: str, *, member: str | None = None,
+        purposes: Sequence[str] | None = None) -> dict:
     """Counts of the bank for the member: ``units`` (live), ``units_by_kind``, ``links``
     (from a live unit the member sees), ``links_by_type``, ``documents`` (holding a unit the
     member sees), ``operations_by_state`` (every job of the bank), ``last_write_at``."""
-    vis, params = _vis(member)
+    vis, params = _vis(member, purposes=purposes)
     params["bank"] = bank_id
     live = f"u.bank_id = %(bank)s AND {vis} AND u.superseded_by_id IS NULL " \
            "AND u.invalidated_reason IS NULL"

@@ -19,6 +19,7 @@ from psycopg.types.json import Jsonb
 from rcll.entities.extractor import normalize
 from rcll.entities.resolution import PROPOSE_SIMILARITY, SHORT_NAME, decide, similarity
 from rcll.errors import NotFound, Rejected
+from rcll.store.visibility import unit_visible
 
 # First key of the two-key advisory lock taken per bank by the entities stage ("ent").
 ENTITY_LOCK_CLASS = 0x656E74
@@ -215,21 +216,39 @@ def public(row: Mapping) -> dict:
     return out
 
 
+def _mentioned(see: dict | None) -> tuple[str, dict]:
+    """``(sql, params)`` of "mention ``ue`` is in a unit the caller sees" (``see``: the
+    keyword arguments of :func:`rcll.store.visibility.unit_visible`; ``None``: every
+    mention)."""
+    if see is None:
+        return "TRUE", {}
+    cond, params = unit_visible("vu", **see)
+    return (f"EXISTS (SELECT 1 FROM memory_units vu WHERE vu.id = ue.unit_id AND {cond})",
+            params)
+
+
 def list_page(conn: Connection, bank_id: str, limit: int, offset: int, q: str | None = None,
-              include_merged: bool = False) -> tuple[list[dict], int]:
+              include_merged: bool = False, see: dict | None = None) -> tuple[list[dict], int]:
     """One page of a bank's entities with their mention counts, most mentioned first (ties by
     name, id); ``q`` keeps names or aliases containing it (normalized, case-insensitive).
-    Merged-away entities are left out unless ``include_merged``. ``(rows, total)``."""
+    Merged-away entities are left out unless ``include_merged``. With ``see`` (the keyword
+    arguments of :func:`rcll.store.visibility.unit_visible`) only mentions in units the
+    caller sees count, and an entity with none is left out. ``(rows, total)``."""
     where = ["e.bank_id = %(b)s"]
     if not include_merged:
         where.append("e.merged_into_id IS NULL")
-    params: dict = {"b": bank_id, "limit": limit, "offset": offset}
+    mentioned, vis = _mentioned(see)
+    params: dict = {"b": bank_id, "limit": limit, "offset": offset, **vis}
+    if see is not None:
+        where.append(f"EXISTS (SELECT 1 FROM unit_entities ue WHERE ue.entity_id = e.id "
+                     f"AND {mentioned})")
     if q:
         params["q"] = "%" + normalize_query(q) + "%"
         where.append("(e.normalized LIKE %(q)s OR array_to_string(e.aliases, ' ') LIKE %(q)s)")
     clause = " AND ".join(where)
     rows = conn.execute(
-        f"""SELECT e.*, (SELECT count(*) FROM unit_entities ue WHERE ue.entity_id = e.id) AS mentions
+        f"""SELECT e.*, (SELECT count(*) FROM unit_entities ue WHERE ue.entity_id = e.id
+                         AND {mentioned}) AS mentions
             FROM entities e WHERE {clause}
             ORDER BY mentions DESC, e.name, e.id LIMIT %(limit)s OFFSET %(offset)s""",
         params).fetchall()
@@ -243,43 +262,54 @@ def normalize_query(q: str) -> str:
     return norm.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-def get(conn: Connection, bank_id: str, entity_id: str) -> dict:
-    """The entity row with its mention count. Raises :class:`EntityNotFound` (also for a
-    malformed id or another bank's entity)."""
+def get(conn: Connection, bank_id: str, entity_id: str, see: dict | None = None) -> dict:
+    """The entity row with its mention count (with ``see``, as :func:`list_page`: only
+    mentions in units the caller sees; an entity with none is not found). Raises
+    :class:`EntityNotFound` (also for a malformed id or another bank's entity)."""
+    mentioned, vis = _mentioned(see)
     row = conn.execute(
-        """SELECT e.*, (SELECT count(*) FROM unit_entities ue WHERE ue.entity_id = e.id) AS mentions
-           FROM entities e WHERE e.id = %s AND e.bank_id = %s""",
-        (_uuid(entity_id), bank_id)).fetchone()
+        f"""SELECT e.*, (SELECT count(*) FROM unit_entities ue WHERE ue.entity_id = e.id
+                         AND {mentioned}) AS mentions
+           FROM entities e WHERE e.id = %(id)s AND e.bank_id = %(b)s""",
+        {"id": _uuid(entity_id), "b": bank_id, **vis}).fetchone()
+    if row is not None and see is not None and row["mentions"] == 0:
+        row = None
     if row is None:
         raise EntityNotFound(f"entity {entity_id} does not exist in bank {bank_id!r}",
                              {"entity_id": entity_id, "bank_id": bank_id})
     return row
 
 
-def mentions(conn: Connection, entity_id: str, limit: int, offset: int) -> list[dict]:
+def mentions(conn: Connection, entity_id: str, limit: int, offset: int,
+             see: dict | None = None) -> list[dict]:
     """Mentions of an entity, newest first: ``{unit_id, text, mention, source, kind,
-    mentioned_at}``."""
+    mentioned_at}``; with ``see`` (as :func:`list_page`) only in units the caller sees."""
+    cond, vis = ("TRUE", {}) if see is None else unit_visible("u", **see)
     rows = conn.execute(
-        """SELECT ue.unit_id, u.text, ue.mention, ue.source, u.kind, u.mentioned_at
+        f"""SELECT ue.unit_id, u.text, ue.mention, ue.source, u.kind, u.mentioned_at
            FROM unit_entities ue JOIN memory_units u ON u.id = ue.unit_id
-           WHERE ue.entity_id = %s ORDER BY ue.seq DESC LIMIT %s OFFSET %s""",
-        (entity_id, limit, offset)).fetchall()
+           WHERE ue.entity_id = %(e)s AND {cond}
+           ORDER BY ue.seq DESC LIMIT %(l)s OFFSET %(o)s""",
+        {"e": entity_id, "l": limit, "o": offset, **vis}).fetchall()
     return [{"unit_id": str(r["unit_id"]), "text": r["text"], "mention": r["mention"],
              "source": r["source"], "kind": r["kind"],
              "mentioned_at": r["mentioned_at"].isoformat() if r["mentioned_at"] else None}
             for r in rows]
 
 
-def linked(conn: Connection, entity_id: str, limit: int = 20) -> list[dict]:
+def linked(conn: Connection, entity_id: str, limit: int = 20,
+           see: dict | None = None) -> list[dict]:
     """Entities co-mentioned with this one (in the same units), most shared units first:
-    ``{id, name, entity_type, shared_units}``."""
+    ``{id, name, entity_type, shared_units}``; with ``see`` (as :func:`list_page`) only
+    units the caller sees count."""
+    cond, vis = ("TRUE", {}) if see is None else unit_visible("u", **see)
     rows = conn.execute(
-        """SELECT e.id, e.name, e.entity_type, count(*) AS shared
+        f"""SELECT e.id, e.name, e.entity_type, count(*) AS shared
            FROM unit_entities a JOIN unit_entities b ON b.unit_id = a.unit_id
-           JOIN entities e ON e.id = b.entity_id
-           WHERE a.entity_id = %s AND b.entity_id <> a.entity_id
-           GROUP BY e.id, e.name, e.entity_type ORDER BY shared DESC, e.name LIMIT %s""",
-        (entity_id, limit)).fetchall()
+           JOIN entities e ON e.id = b.entity_id JOIN memory_units u ON u.id = a.unit_id
+           WHERE a.entity_id = %(e)s AND b.entity_id <> a.entity_id AND {cond}
+           GROUP BY e.id, e.name, e.entity_type ORDER BY shared DESC, e.name LIMIT %(l)s""",
+        {"e": entity_id, "l": limit, **vis}).fetchall()
     return [{"id": str(r["id"]), "name": r["name"], "entity_type": r["entity_type"],
              "shared_units": int(r["shared"])} for r in rows]
 

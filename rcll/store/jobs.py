@@ -255,3 +255,21 @@ def lock_for_work(conn: Connection, job_id: str) -> int | None:
     if row is None or row["state"] in TERMINAL:
         return None
     return int(row["seq"])
+
+
+def set_stage(conn: Connection, job_id: str, stage: str) -> None:
+    """Start a new job at ``stage`` instead of the retain pipeline's first one (a file job
+    starts at ``convert``); call it in the transaction that created the job."""
+    conn.execute("UPDATE jobs SET stage = %s WHERE id = %s", (stage, job_id))
+
+
+def replace_payload(conn: Connection, job_id: str, payload: list, counts: dict,
+                    from_stage: str, to_stage: str) -> bool:
+    """Swap a running job's payload (a file job: its file for the converted items), merge
+    ``counts`` and move it from ``from_stage`` to ``to_stage``, in one statement. False when
+    the job is gone, ended or no longer at ``from_stage`` (nothing changed)."""
+    return conn.execute(
+        """UPDATE jobs SET payload = %s, counts = counts || %s, stage = %s, updated_at = now()
+           WHERE id = %s AND stage = %s AND state NOT IN ('succeeded', 'failed', 'partial')
+           RETURNING id""",
+        (Jsonb(payload), Jsonb(counts), to_stage, job_id, from_stage)).fetchone() is not None

@@ -101,9 +101,11 @@ def test_every_file_that_cannot_be_taken_is_listed_never_dropped_or_fatal(tmp_pa
     (d / "NOTES.MD").write_text("# Upper-case suffix\nStill a markdown file.\n")
     (d / "blob.bin").write_bytes(bytes(range(256)))
     (d / "items.jsonl").write_text('{"content": "one"}\nnot json\n[1, 2]\n{"content": "two"}\n')
-    named = tmp_path / "named.pdf"
-    named.write_bytes(b"%PDF-1.7")
+    named = tmp_path / "named.odt"  # no converter for it (a .pdf is a document file now)
+    named.write_bytes(b"PK\x03\x04")
+    (d / "manual.pdf").write_bytes(b"%PDF-1.7")
     plan = read_paths([str(d), str(named)])
+    assert plan.files == [d / "manual.pdf"]  # uploaded to files/retain, converted there
     assert sorted(plan.sources) == sorted([str(d / "note.txt"), str(d / "NOTES.MD"),
                                            f"{d / 'items.jsonl'}:1", f"{d / 'items.jsonl'}:4"])
     reasons = {s.source: s.reason for s in plan.skipped}

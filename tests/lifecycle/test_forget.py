@@ -2,6 +2,8 @@
 warm, cold), its vectors are gone, it reads back only as a tombstone, the audit row is
 there, a second forget changes nothing, and re-retaining its document does not revive it."""
 
+import json
+
 Q = "which port does the metrics gateway listen on?"
 NOTES = [
     "Ops: the metrics gateway listens on port 9091 behind the load balancer.",
@@ -106,3 +108,57 @@ def test_forget_an_invisible_unit_is_404(api, as_):
     r = api.delete(f"/banks/{bank}/units/{uid}", headers=as_("bob"))
     assert r.status_code == 404 and r.get_json()["error"]["code"] == "unit_not_found"
     assert api.get(f"/banks/{bank}/units/{uid}").get_json()["forgotten"] is False
+
+
+def test_forget_deletes_the_units_tunnels(api, services, as_):
+    """The tombstone keeps its row, so the tunnels' foreign-key cascade does not fire:
+    ``forget`` deletes every tunnel with the unit at either end (as source, as the target of
+    a one-way tunnel), leaves the others, and the audit entry lists exactly the deleted ids;
+    recall from the other bank no longer brings the unit, the listing no longer shows them."""
+    a, b = "lc-forget-tun-a", "lc-forget-tun-b"
+    ids = {}
+    for bank, texts in ((a, NOTES[:2]), (b, NOTES[2:])):
+        r = api.post(f"/v1/default/banks/{bank}/memories", json={"items": [
+            {"content": t, "document_id": f"t{i}"} for i, t in enumerate(texts)],
+            "async": False})
+        assert r.status_code == 200 and r.get_json()["state"] == "succeeded"
+        with services.pool.connection() as conn:
+            ids |= {r["text"]: r["id"] for r in conn.execute(
+                "SELECT id::text AS id, text FROM memory_units WHERE bank_id = %s",
+                (bank,)).fetchall()}
+    gone, other = ids[NOTES[0]], ids[NOTES[1]]
+    dash, lunch = ids[NOTES[2]], ids[NOTES[3]]
+
+    def tunnel(src, dst, **kw):
+        r = api.post("/tunnels", json={"source_unit_id": src, "target_unit_id": dst, **kw})
+        assert r.status_code == 201, r.get_json()
+        return r.get_json()["id"]
+
+    t_out = tunnel(gone, dash)  # bidirectional, the unit as source
+    t_in = tunnel(lunch, gone, relationship="see_also", bidirectional=False)  # as target
+    t_keep = tunnel(other, dash)
+    before = api.post(f"/v1/default/banks/{b}/memories/recall", json={
+        "query": "dashboards read from the metrics gateway", "tiers": ["cold"]}).get_json()
+    assert gone in [r["id"] for r in before["results"] if "tunnel" in r]
+
+    r = api.delete(f"/banks/{a}/units/{gone}", json={"reason": "asked"}, headers=as_("alice"))
+    assert r.status_code == 200, r.get_json()
+
+    assert _count(services, "SELECT count(*) AS n FROM tunnels WHERE source_unit_id = %s "
+                  "OR target_unit_id = %s", gone, gone) == 0
+    assert _count(services, "SELECT count(*) AS n FROM tunnels WHERE id = %s", t_keep) == 1
+    with services.pool.connection() as conn:
+        details = conn.execute("SELECT details FROM audit_log WHERE unit_id = %s AND "
+                               "action = 'unit.forget'", (gone,)).fetchone()["details"]
+    assert sorted(details["tunnels"]) == sorted([t_out, t_in])
+    for t in (t_out, t_in):
+        assert api.get(f"/tunnels/{t}").status_code == 404
+    listed = api.get(f"/tunnels?bank_id={b}").get_json()["tunnels"]
+    assert [t["id"] for t in listed] == [t_keep]
+    after = api.post(f"/v1/default/banks/{b}/memories/recall", json={
+        "query": "dashboards read from the metrics gateway", "tiers": ["cold"]}).get_json()
+    assert gone not in json.dumps(after)
+    assert [r["id"] for r in after["results"] if "tunnel" in r] == [other]
+    # forgetting again changes nothing and deletes nothing more
+    assert api.delete(f"/banks/{a}/units/{gone}", headers=as_("alice")).status_code == 200
+    assert _count(services, "SELECT count(*) AS n FROM tunnels WHERE id = %s", t_keep) == 1

@@ -1,0 +1,1 @@
+"""Document files (PDF, DOCX, PPTX, XLSX, HTML, EPUB, text): conversion and file jobs."""

@@ -1,0 +1,200 @@
+"""Document files to text sections: PDF per page, the rest per heading section.
+
+PDF pages come from pdfium (``pypdfium2``, installed with markitdown's ``pdf`` extra): it
+knows page boundaries, so each unit can name its page, and it is ~25× faster than pdfminer on
+the Debian manuals (benchmarks/results/ingest_files.txt). DOCX, PPTX, XLSX, HTML and EPUB go
+through markitdown (Microsoft's converter, the one Hindsight uses) and its Markdown is split
+at headings of level 1-2 (an XLSX sheet is a ``##`` heading, a slide a ``<!-- Slide number -->``
+marker). Text and Markdown are decoded as UTF-8 and split the same way.
+
+Nothing here touches the database; :mod:`rcll.files.stage` stores what this returns.
+"""
+
+from __future__ import annotations
+
+import io
+import mimetypes
+import re
+import threading
+import zipfile
+from dataclasses import dataclass
+from pathlib import PurePath
+
+# suffix -> MIME type of every file type RCLL converts
+TYPES: dict[str, str] = {
+    ".pdf": "application/pdf",
+    ".docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    ".pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+    ".xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    ".html": "text/html",
+    ".htm": "text/html",
+    ".xhtml": "application/xhtml+xml",
+    ".epub": "application/epub+zip",
+    ".txt": "text/plain",
+    ".text": "text/plain",
+    ".md": "text/markdown",
+    ".markdown": "text/markdown",
+}
+_BY_MIME = {mime: suffix for suffix, mime in reversed(list(TYPES.items()))}
+TEXT_SUFFIXES = frozenset({".txt", ".text", ".md", ".markdown"})
+ZIP_SUFFIXES = frozenset({".docx", ".pptx", ".xlsx", ".epub"})  # OOXML and EPUB are ZIPs
+MAX_SECTION_TITLE = 200
+
+_HEADING = re.compile(r"^(#{1,2})[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
+_SLIDE = re.compile(r"^<!-- Slide number: (\d+) -->[ \t]*$", re.MULTILINE)
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+class ConversionError(Exception):
+    """A file that cannot be converted; ``str(exc)`` is the reason shown on its job."""
+
+
+@dataclass(frozen=True)
+class Section:
+    """One piece of a converted file: its ``text``, and ``page`` (1-based, PDFs) or
+    ``section`` (the heading or slide it falls under; ``None`` before the first heading);
+    ``pages`` is the PDF's page count."""
+
+    text: str
+    page: int | None = None
+    section: str | None = None
+    pages: int | None = None  # a PDF's page count
+
+
+def file_type(name: str, content_type: str | None = None) -> tuple[str, str] | None:
+    """``(suffix, MIME type)`` of a file RCLL converts, from its name's suffix (any case) or
+    else its declared ``content_type``; ``None`` when neither is a supported type."""
+    suffix = PurePath(name or "").suffix.lower()
+    if suffix in TYPES:
+        return suffix, TYPES[suffix]
+    mime = (content_type or "").split(";")[0].strip().lower()
+    if mime in _BY_MIME:
+        return _BY_MIME[mime], mime
+    return None
+
+
+def supported() -> list[str]:
+    """The supported suffixes, for error messages."""
+    return sorted(TYPES)
+
+
+def clean(text: str) -> str:
+    """``text`` without what RCLL refuses or what extraction leaves behind: NUL and other
+    control characters (tabs and newlines kept), lone surrogates, CR line ends."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    text = text.replace("\x02\n", "").replace("\x02", "")  # pdfium: a hyphen at a line break
+    text = _CONTROL.sub("", text)
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
+def convert(data: bytes, name: str, content_type: str | None = None) -> list[Section]:
+    """The text of file ``name`` (``data`` its bytes) as sections with text in them, in
+    document order. Raises :class:`ConversionError` for an unsupported type, a file the
+    converter cannot read (corrupt, encrypted, not what its name says) and a file with no
+    text at all (e.g. a scanned PDF: RCLL does no OCR)."""
+    kind = file_type(name, content_type)
+    if kind is None:
+        raise ConversionError(f"unsupported file type; supported: {', '.join(supported())}")
+    suffix, _ = kind
+    if suffix == ".pdf":
+        sections = _pdf_pages(data)
+        if not sections:
+            raise ConversionError("no text in the PDF (a scanned PDF needs OCR, which RCLL "
+                                  "does not do)")
+        return sections
+    if suffix in TEXT_SUFFIXES:
+        try:
+            markdown = data.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise ConversionError(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    else:
+        if suffix in ZIP_SUFFIXES and not zipfile.is_zipfile(io.BytesIO(data)):
+            # markitdown would fall back to reading the bytes as plain text: refuse instead
+            raise ConversionError(f"not a {suffix[1:].upper()} file (not a ZIP container)")
+        markdown = _markitdown(data, name, suffix)
+    sections = split_markdown(clean(markdown), slides=suffix == ".pptx")
+    if not sections:
+        raise ConversionError("the converter found no text in the file")
+    return sections
+
+
+def _pdf_pages(data: bytes) -> list[Section]:
+    import pypdfium2 as pdfium
+
+    try:
+        doc = pdfium.PdfDocument(data)
+    except Exception as exc:  # PdfiumError: not a PDF, damaged, or needs a password
+        raise ConversionError(f"cannot read the PDF: {exc}") from None
+    try:
+        out = []
+        for i in range(len(doc)):
+            page = doc[i]
+            try:
+                textpage = page.get_textpage()
+                text = clean(textpage.get_text_bounded()).strip()
+                textpage.close()
+            finally:
+                page.close()
+            if text:
+                out.append(Section(text=text, page=i + 1, pages=len(doc)))
+        return out
+    finally:
+        doc.close()
+
+
+_converter = None
+_converter_lock = threading.Lock()
+
+
+def _markitdown(data: bytes, name: str, suffix: str) -> str:
+    """markitdown's Markdown for a DOCX/PPTX/XLSX/HTML/EPUB file. The converter is built once
+    per process (it loads magika's type model, ~3 s)."""
+    global _converter
+    from markitdown import MarkItDown, StreamInfo
+
+    with _converter_lock:
+        if _converter is None:
+            _converter = MarkItDown(enable_plugins=False)
+    info = StreamInfo(extension=suffix, filename=PurePath(name).name or f"file{suffix}",
+                      mimetype=TYPES[suffix],
+                      charset="utf-8" if suffix in (".html", ".htm", ".xhtml") else None)
+    try:
+        result = _converter.convert_stream(io.BytesIO(data), stream_info=info)
+    except Exception as exc:  # FileConversionException, UnsupportedFormatException, zip errors
+        reason = str(exc).strip().splitlines()
+        detail = next((line for line in reversed(reason) if line.strip()), type(exc).__name__)
+        raise ConversionError(f"markitdown could not convert it: {detail.strip(' -')[:500]}") from None
+    return result.markdown or ""
+
+
+def split_markdown(markdown: str, slides: bool = False) -> list[Section]:
+    """Markdown cut before each heading of level 1-2 (or each slide marker when ``slides``);
+    each piece keeps its heading as ``section`` (``"slide N: title"`` for slides). Pieces with
+    no text besides their heading are dropped. Raises nothing."""
+    marks = []
+    if slides:
+        for m in _SLIDE.finditer(markdown):
+            marks.append((m.start(), m.end(), f"slide {m.group(1)}"))
+    else:
+        for m in _HEADING.finditer(markdown):
+            marks.append((m.start(), m.start(), m.group(2).strip()[:MAX_SECTION_TITLE]))
+    out: list[Section] = []
+    head = markdown[:marks[0][0]] if marks else markdown
+    if head.strip():
+        out.append(Section(text=head.strip(), section=None))
+    for i, (_start, body_start, title) in enumerate(marks):
+        end = marks[i + 1][0] if i + 1 < len(marks) else len(markdown)
+        text = markdown[body_start:end].strip()
+        if slides:
+            first = text.splitlines()[0].lstrip("# ").strip() if text else ""
+            title = f"{title}: {first[:MAX_SECTION_TITLE]}" if first else title
+        body = text if slides else text.split("\n", 1)[1].strip() if "\n" in text else ""
+        if body:
+            out.append(Section(text=text, section=title))
+    return out
+
+
+def guess_type(name: str) -> str:
+    """A MIME type for ``name`` (``application/octet-stream`` if unknown), for provenance."""
+    kind = file_type(name)
+    return kind[1] if kind else (mimetypes.guess_type(name)[0] or "application/octet-stream")

@@ -1,0 +1,177 @@
+"""POST /v1/default/banks/{bank}/files/retain on a real stack (PostgreSQL, Redis, Celery
+worker): every supported type converted on the workers with its provenance on every unit, a
+file that cannot be converted failing its own operation with the reason, the limits (413/415,
+nothing stored), the recovery sweep re-sending a lost convert step, and the real
+hindsight-client's retain_files."""
+
+import io
+import threading
+
+import pytest
+from werkzeug.serving import make_server
+
+from api.app import create_app
+from rcll.files.service import FileLimits, FileRetainService
+from tests.conftest import db_counts, wait_job
+from tests.retain import file_docs as docs
+
+PDF_PAGES = ["The harbour crane lifts forty tonnes on calm days.",
+             "Page two: the night ferry to Skerry leaves at 22:40 from pier nine.",
+             "Page three: lifeboat drills happen every second Tuesday."]
+
+
+def _post(client, bank, files, request_json=None):
+    data = {"files": [(io.BytesIO(b), name) for name, b in files]}
+    if request_json is not None:
+        data["request"] = request_json
+    return client.post(f"/v1/default/banks/{bank}/files/retain", data=data,
+                       content_type="multipart/form-data")
+
+
+def _units(services, bank):
+    with services.pool.connection() as conn:
+        return conn.execute("SELECT text, metadata, tags FROM memory_units WHERE bank_id = %s "
+                            "ORDER BY created_at, id", (bank,)).fetchall()
+
+
+def test_every_type_is_converted_with_provenance_on_every_unit(client, services, worker):
+    bank = "files-types"
+    files = [("manual.pdf", docs.pdf(PDF_PAGES)),
+             ("guide.docx", docs.docx({"Moorings": "Boats moor at the east jetty.",
+                                       "Fuel": "Diesel is sold until 18:00."})),
+             ("deck.pptx", docs.pptx({"Tides": "Spring tides reach 4.2 metres."})),
+             ("rota.xlsx", docs.xlsx({"Rota": [["day", "keeper"], ["Monday", "Ines"]]})),
+             ("book.epub", docs.epub({"Chapter One": "The lamp was first lit in 1871."})),
+             ("page.html", b"<html><body><h1>Harbour fees</h1><p>Mooring costs 12 euro a night."
+                           b"</p></body></html>"),
+             ("notes.md", b"# Radio\nHarbour control listens on channel 14.")]
+    meta = [{"tags": ["harbour"], "metadata": {"n": i}} for i in range(len(files))]
+    resp = _post(client, bank, files, '{"parser": "markitdown", "files_metadata": %s}'
+                 % __import__("json").dumps(meta))
+    assert resp.status_code == 200, resp.get_json()
+    body = resp.get_json()
+    assert len(body["operation_ids"]) == len(files) == len(set(body["operation_ids"]))
+    ops = [wait_job(client, bank, op) for op in body["operation_ids"]]
+    assert [o["state"] for o in ops] == ["succeeded"] * len(files), ops
+    assert ops[0]["counts"]["pages"] == 3 and ops[0]["counts"]["sections"] == 3
+    assert all(o["counts"]["units_created"] >= 1 for o in ops)
+
+    units = _units(services, bank)
+    assert all(u["tags"] == ["harbour"] for u in units)
+    by_file: dict[str, list] = {}
+    for u in units:
+        f = u["metadata"]["file"]
+        by_file.setdefault(f["name"], []).append(u)
+        name = f["name"]
+        size = dict(files)[name]
+        assert (f["size"], u["metadata"]["n"]) == (len(size), [n for n, _ in files].index(name))
+        assert f["type"] and len(f["sha256"]) == 64
+    assert set(by_file) == {n for n, _ in files}
+    pdf_units = {u["metadata"]["file"]["page"]: u for u in by_file["manual.pdf"]}
+    assert sorted(pdf_units) == [1, 2, 3]
+    assert "22:40" in pdf_units[2]["text"]
+    assert all(u["metadata"]["file"]["pages"] == 3 for u in pdf_units.values())
+    assert by_file["manual.pdf"][0]["metadata"]["file"]["type"] == "application/pdf"
+    sections = {u["metadata"]["file"]["section"] for u in by_file["guide.docx"]}
+    assert sections == {"Moorings", "Fuel"}
+    assert by_file["deck.pptx"][0]["metadata"]["file"]["section"] == "slide 1: Tides"
+    assert by_file["rota.xlsx"][0]["metadata"]["file"]["section"] == "Rota"
+    assert "Ines" in by_file["rota.xlsx"][0]["text"]
+
+    # recall answers from the PDF's page 2, and says so
+    res = client.post(f"/v1/default/banks/{bank}/memories/recall",
+                      json={"query": "When does the night ferry to Skerry leave?", "limit": 3})
+    top = res.get_json()["results"][0]
+    assert "22:40" in top["text"]
+    assert top["metadata"]["file"]["name"] == "manual.pdf"
+    assert top["metadata"]["file"]["page"] == 2
+
+
+def test_a_file_that_cannot_be_converted_fails_its_operation_with_the_reason(client, services,
+                                                                             worker):
+    bank = "files-bad"
+    resp = _post(client, bank, [("broken.pdf", b"%PDF-1.4 this is not really a pdf"),
+                                ("fake.docx", b"plain text pretending"),
+                                ("scan.pdf", docs.pdf(["", ""])),
+                                ("ok.txt", b"The tower bell rings at noon.")])
+    assert resp.status_code == 200, resp.get_json()
+    ops = [wait_job(client, bank, op) for op in resp.get_json()["operation_ids"]]
+    assert [o["state"] for o in ops] == ["failed", "failed", "failed", "succeeded"]
+    assert ops[0]["error"].startswith("broken.pdf: cannot convert: cannot read the PDF")
+    assert ops[1]["error"] == "fake.docx: cannot convert: not a DOCX file (not a ZIP container)"
+    assert ops[2]["error"].startswith("scan.pdf: cannot convert: no text in the PDF")
+    assert ops[0]["counts"]["files_failed"] == 1
+    units = _units(services, bank)
+    assert [u["metadata"]["file"]["name"] for u in units] == ["ok.txt"]
+
+
+def test_limits_refuse_the_request_and_store_nothing(app, services, worker):
+    limited = create_app(services=services, enqueue=lambda *_: None)
+    limited.extensions["rcll_files"] = FileRetainService(
+        limited.extensions["rcll_retain"], FileLimits(max_files=2, max_file_bytes=1000))
+    c = limited.test_client()
+    bank = "files-limits"
+    cases = [
+        (_post(c, bank, [("a.txt", b"x" * 1001)]), 413, "file_too_large"),
+        (_post(c, bank, [("a.txt", b"a"), ("b.txt", b"b"), ("c.txt", b"c")]), 413,
+         "too_many_files"),
+        (_post(c, bank, [("a.exe", b"MZ"), ("b.txt", b"b")]), 415, "unsupported_file_type"),
+        (_post(c, bank, [("a.txt", b"")]), 400, "empty_file"),
+        (_post(c, bank, []), 400, "no_files"),
+        (_post(c, bank, [("a.txt", b"a")], '{"files_metadata": [{}, {}]}'), 400,
+         "files_metadata_mismatch"),
+        (_post(c, bank, [("a.txt", b"a")], '{"parser": "iris"}'), 400, "invalid_request"),
+        (_post(c, bank, [("a.txt", b"a")], '{"update_mode": "append"}'), 400, "invalid_request"),
+        (_post(c, bank, [("a.txt", b"a")], "{not json"), 400, "malformed_json"),
+        (c.post(f"/v1/default/banks/{bank}/files/retain", json={"files": []}), 415,
+         "unsupported_media_type"),
+    ]
+    for resp, status, code in cases:
+        assert (resp.status_code, resp.get_json()["error"]["code"]) == (status, code), \
+            resp.get_json()
+    assert db_counts(services, bank)["jobs"] == 0
+    details = cases[2][0].get_json()["error"]["details"]
+    assert details["files"] == [{"name": "a.exe", "content_type": "application/octet-stream"}] \
+        or details["files"][0]["name"] == "a.exe"
+
+
+def test_a_lost_convert_message_is_resent_by_the_sweep(services, worker, client):
+    lost = create_app(services=services, enqueue=lambda *_: None)  # the broker "loses" it
+    bank = "files-lost"
+    resp = _post(lost.test_client(), bank, [("m.pdf", docs.pdf(PDF_PAGES[:1]))])
+    assert resp.status_code == 200
+    op = wait_job(client, bank, resp.get_json()["operation_ids"][0], timeout_s=60)
+    assert op["state"] == "succeeded", op
+    assert _units(services, bank)[0]["metadata"]["file"]["page"] == 1
+
+
+@pytest.fixture()
+def http_url(app):
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()
+
+
+def test_hindsight_client_retain_files(http_url, tmp_path, client, services, worker):
+    from hindsight_client import Hindsight
+
+    pdf = tmp_path / "rules.pdf"
+    pdf.write_bytes(docs.pdf(["Visitors sign in at the gatehouse before 09:00."]))
+    html = tmp_path / "faq.html"
+    html.write_bytes(b"<h1>FAQ</h1><p>Dogs are welcome on the harbour wall.</p>")
+    hs = Hindsight(base_url=http_url, timeout=60)
+    res = hs.retain_files("files-hindsight", [pdf, html], files_metadata=[
+        {"document_id": "rules", "context": "site rules", "tags": ["rules"]},
+        {"document_id": "faq", "metadata": {"lang": "en"}}])
+    assert len(res.operation_ids) == 2
+    ops = [wait_job(client, "files-hindsight", op) for op in res.operation_ids]
+    assert [o["state"] for o in ops] == ["succeeded", "succeeded"]
+    with services.pool.connection() as conn:
+        docs_ = conn.execute("SELECT document_id FROM documents WHERE bank_id = %s ORDER BY 1",
+                             ("files-hindsight",)).fetchall()
+    assert [d["document_id"] for d in docs_] == ["faq", "rules#p1"]
+    units = _units(services, "files-hindsight")
+    faq = next(u for u in units if u["metadata"]["file"]["name"] == "faq.html")
+    assert faq["metadata"]["lang"] == "en"
