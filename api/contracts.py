@@ -209,11 +209,20 @@ class FilesRetainForm(BaseModel):
                                                   "{parser, files_metadata: [...]}")
 
 
+# the Hindsight fields whose values RCLL checks (the others are accepted as any value)
+_HINDSIGHT_TYPES: dict[str, Any] = {
+    "budget": Literal["low", "mid", "high"] | None,
+    "types": list[str] | None,
+    "min_scores": dict[str, float | None] | None,
+    "update_mode": Literal["replace"] | None,
+}
+
+
 def _with_hindsight(name: str, base: type[BaseModel], fields: dict[str, str]) -> type[BaseModel]:
-    """``base`` plus each allow-listed Hindsight field (any value, null allowed), described
-    by its entry of the table (what RCLL does with it)."""
-    extra = {f: (Any, Field(None, description=why)) for f, why in fields.items()
-             if f not in base.model_fields}
+    """``base`` plus each allow-listed Hindsight field (null allowed), described by its
+    entry of the table (what RCLL does with it)."""
+    extra = {f: (_HINDSIGHT_TYPES.get(f, Any), Field(None, description=why))
+             for f, why in fields.items() if f not in base.model_fields}
     return create_model(name, __base__=base, **extra)
 
 

@@ -191,7 +191,7 @@ def recall_body(body: dict) -> tuple[dict, list[str], float | None]:
             body.setdefault("kinds", kinds_for(types))
     budget = body.pop("budget", None)
     if budget is not None:
-        if budget not in BUDGET:
+        if not isinstance(budget, str) or budget not in BUDGET:  # a list was a 500
             raise APIError(400, "invalid_request", "budget must be low, mid or high",
                            {"field": "budget"})
         for k, v in BUDGET[budget].items():

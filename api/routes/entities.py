@@ -82,7 +82,7 @@ def merge_proposals(bank_id: str):
 @requires("admin")
 @doc({200: C.MergeAnswer}, body=C.MergeBody,
     errors={404: ['entity_not_found', 'proposal_not_found'], 409: ['entity_already_merged',
-    'entity_name_taken', 'proposal_closed'], 400: ['invalid_entity_id']})
+    'entity_name_taken', 'proposal_closed'], 400: ['invalid_entity_id', 'invalid_proposal_id']})
 def merge(bank_id: str):
     """Merge explicitly: ``{"entity_ids": [keep, other, ...]}`` or ``{"proposal_id", "keep_id"?}``,
     optional ``"actor"``; ``{"proposal_id", "decision": "reject"}`` closes a proposal."""

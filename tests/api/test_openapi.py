@@ -147,3 +147,15 @@ def test_bank_update_refuses_a_disposition_that_is_not_an_object(client, value):
         assert r.get_json()["error"]["details"] == {"field": "disposition"}
     profile = client.get(f"/v1/default/banks/{bank}/profile").get_json()
     assert profile["disposition"] == {"skepticism": 3, "literalism": 3, "empathy": 3}
+
+
+@pytest.mark.parametrize("budget", [["high"], {"level": "high"}, 3, True, "huge"])
+def test_recall_budget_must_be_a_name(client, budget):
+    """Found by schemathesis: a list as Hindsight's ``budget`` was a 500 (unhashable);
+    any value but low, mid or high is a 400 ``invalid_request`` naming the field."""
+    r = client.post("/v1/default/banks/oa-budget/memories/recall",
+                    json={"query": "anything", "budget": budget})
+    assert r.status_code == 400, r.get_json()
+    assert r.get_json()["error"] == {"code": "invalid_request",
+                                     "message": "budget must be low, mid or high",
+                                     "details": {"field": "budget"}}
