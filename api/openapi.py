@@ -5,7 +5,7 @@ Schema with pydantic (one ``GenerateJsonSchema`` pass, so a model used by severa
 one component). Nothing in the document is written by hand but the prose of each route (its
 docstring).
 
-Served at ``GET /openapi.json`` and ``GET /docs`` (Swagger UI from the ``swagger-ui-bundle``
+Served at ``GET /openapi.json`` and ``GET /docs`` (Swagger UI from the ``flask-swagger-ui``
 wheel, served from this process: no CDN). Both are ``public``.
 
 Errors: every response of status ≥ 400 is the envelope component ``Error``
@@ -296,9 +296,11 @@ _DOCS_HTML = """<!doctype html>
 
 
 def _swagger_dir() -> Path:
-    import swagger_ui_bundle
+    """Swagger UI 5's built files, shipped in the ``flask-swagger-ui`` wheel (its blueprint
+    is not used: every route here declares a role)."""
+    import flask_swagger_ui
 
-    return Path(swagger_ui_bundle.swagger_ui_path)
+    return Path(flask_swagger_ui.__file__).parent / "dist"
 
 
 @bp.get("/openapi.json")
@@ -318,7 +320,7 @@ def openapi_json():
 @requires("public")
 @doc({200: None}, content_type="text/html", tags=["docs"])
 def docs_page():
-    """Swagger UI over ``/openapi.json`` (assets from the ``swagger-ui-bundle`` wheel)."""
+    """Swagger UI over ``/openapi.json`` (assets from the ``flask-swagger-ui`` wheel)."""
     return _DOCS_HTML, 200, {"Content-Type": "text/html; charset=utf-8"}
 
 
