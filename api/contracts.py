@@ -349,11 +349,6 @@ class Deleted(Open):
     success: bool
 
 
-class FilesAccepted(Open):
-    operation_ids: list[str]
-    operations: list[dict[str, Any]]
-
-
 MembersPage = page("MembersPage", "members")
 AuditPage = page("AuditPage", "entries")
 ClosetsPage = page("ClosetsPage", "closets")

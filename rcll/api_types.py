@@ -58,6 +58,14 @@ RetainAnswer.__doc__ = ("Retain's answer: Hindsight's ``{success, bank_id, items
 
 
 @with_config(_OPEN)
+class FilesAnswer(TypedDict):
+    """``POST …/files/retain``: one operation per file (each converts on the workers)."""
+
+    operation_ids: list[str]
+    operations: list[Operation]
+
+
+@with_config(_OPEN)
 class RecallScores(TypedDict):
     """A result's scores: ``final`` always; RCLL's per-channel ones (dense, lexical, rrf,
     rerank, …) and Hindsight's names (semantic, keyword, reranker) when they ran."""

@@ -19,6 +19,7 @@ from rcll.api_types import (
     BridgeAnswer,
     DeletedBank,
     DeletedTunnel,
+    FilesAnswer,
     ForgetAnswer,
     Operation,
     OperationDetail,
@@ -151,8 +152,9 @@ class RCLLClient:
         )
         return response.json()
 
+    @route("POST", BANK + "/files/retain")
     def retain_files(self, bank_id: str, files: list[tuple[str, bytes]],
-                     files_metadata: list[dict] | None = None) -> dict:
+                     files_metadata: list[dict] | None = None) -> FilesAnswer:
         """Retain document files (PDF, DOCX, PPTX, XLSX, HTML, EPUB, text, Markdown).
 
         ``files``: ``[(file name, bytes), ...]``; ``files_metadata``: one dict per file

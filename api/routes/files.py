@@ -18,6 +18,7 @@ from api.deps import retain_service, services
 from api.errors import APIError
 from api.openapi import doc
 from api.schemas import check_bank_id
+from rcll import api_types as T
 from rcll.files.service import FileLimits, FileRetainRequest, FileRetainService, Upload
 from rcll.store import jobs
 
@@ -35,7 +36,7 @@ def file_service() -> FileRetainService:
 
 @bp.post("/v1/default/banks/<bank_id>/files/retain")
 @requires("write")
-@doc({200: C.FilesAccepted}, body=C.FilesRetainForm, body_content_type="multipart/form-data",
+@doc({200: T.FilesAnswer}, body=C.FilesRetainForm, body_content_type="multipart/form-data",
      errors={400: ["no_files", "files_metadata_mismatch", "empty_file"],
              413: ["too_many_files", "file_too_large"],
              415: ["unsupported_media_type", "unsupported_file_type"],
