@@ -9,6 +9,7 @@ import types
 import typing
 
 import pytest
+from openapi_spec_validator import validate
 from pydantic import TypeAdapter
 
 from api.openapi import declared_doc, openapi_path
@@ -45,6 +46,10 @@ def test_every_route_is_in_the_document(app, document):
     n_ops = sum(len(set(v) & METHODS) for v in document["paths"].values())
     assert seen == n_ops  # nothing in the document that is not a route
     assert seen >= 68
+
+
+def test_document_is_valid_openapi_3_1(document):
+    validate(document)  # raises OpenAPIValidationError naming the place
 
 
 def test_document_shapes(document):
