@@ -94,14 +94,14 @@ def openapi_path(rule: str) -> str:
     return _ARG.sub(lambda m: "{" + m.group(1) + "}", rule)
 
 
-def common_errors(role: str, method: str, rule: str, d: Doc) -> dict[int, set[str]]:
+def common_errors(role: str, rule: str, d: Doc) -> dict[int, set[str]]:
     """The error codes every route of this kind can give (``{status: {code}}``):
 
     - every route: 400 ``invalid_request`` (NUL or lone surrogate in the path or query),
       503 ``database_unavailable``;
     - not ``public``: 401 ``missing_api_key`` / ``invalid_api_key``; 403 ``forbidden``,
-      ``read_only_deployment`` (a write in a read-only deployment) and, for a route with a
-      purpose, ``purpose_not_granted``;
+      ``read_only_deployment`` (a write in a read-only deployment), ``purpose_not_granted``
+      (a purpose the key does not hold);
     - a ``bank_id`` in the path: 400 ``invalid_bank_id``, 404 ``bank_not_found``; a
       ``member_id``: 400 ``invalid_member_id``, 404 ``member_not_found``;
     - a JSON body: 400 ``malformed_json``, ``invalid_request``; 413 ``payload_too_large``;
@@ -258,15 +258,19 @@ def build(app: Flask, title: str = "RCLL", version: str | None = None) -> dict:
             else:
                 entry["content"] = {d.content_type: {"schema": {"type": "string"}}}
             responses[str(status)] = entry
-        errs = common_errors(role, method, rule, d)
+        errs = common_errors(role, rule, d)
         for status, codes in d.errors.items():
             errs.setdefault(status, set()).update(codes)
         for status in sorted(errs):
             codes = sorted(errs[status])
+            schema = _error_schema(codes)
+            if status in d.responses:  # e.g. /readyz: 503 with its own body, or the envelope
+                schema = {"anyOf": [responses[str(status)]["content"][d.content_type]["schema"],
+                                    schema]}
             responses[str(status)] = {
                 "description": f"{HTTP_REASONS.get(status, status)}: {', '.join(codes)}",
                 "x-error-codes": codes,
-                "content": {JSON: {"schema": _error_schema(codes)}}}
+                "content": {JSON: {"schema": schema}}}
         op["responses"] = responses
         paths.setdefault(openapi_path(rule), {})[method.lower()] = op
     return {
