@@ -38,7 +38,7 @@ CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
 
 @pytest.fixture(scope="module")
 def seeded(auth_app, services):  # noqa: F811 (the fixture imported above)
-    """A bank with units, a document and a tunnel-less unit id, so some examples reach
+    """A bank with units (two from documents, one remembered), so some examples reach
     real rows (the rest exercise the 4xx paths)."""
     client = _Authed(auth_app.test_client())
     client.delete(f"/v1/default/banks/{BANK}")
