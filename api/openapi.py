@@ -172,6 +172,11 @@ def _query_params(schemas: dict, query_schema: dict) -> list[dict]:
         prop = copy.deepcopy(prop)
         desc = prop.pop("description", None)
         prop.pop("title", None)
+        prop.pop("default", None)
+        if "anyOf" in prop:  # a query parameter is absent or a value, never null
+            rest = [s for s in prop["anyOf"] if s != {"type": "null"}]
+            prop.pop("anyOf")
+            prop.update(rest[0] if len(rest) == 1 else {"anyOf": rest})
         p = {"name": name, "in": "query", "required": name in required, "schema": prop}
         if desc:
             p["description"] = desc

@@ -82,14 +82,17 @@ HINDSIGHT_FILTER = {"pending": "queued", "processing": "running", "completed": "
 
 def _state() -> str | None:
     """``?state=`` (RCLL's names) or Hindsight's ``?status=`` (pending, processing,
-    completed, failed; ``completed`` lists succeeded jobs)."""
+    completed, failed; ``completed`` lists succeeded jobs); both only when they agree."""
     state = request.args.get("state")
     status = request.args.get("status")
-    if state is None and status is not None:
+    if status is not None:  # checked also beside state (a bad one was ignored: schemathesis)
         if status not in HINDSIGHT_FILTER:
             raise APIError(400, "invalid_request",
                            f"status must be one of {', '.join(HINDSIGHT_FILTER)}",
                            {"field": "status"})
+        if state is not None and HINDSIGHT_FILTER[status] != state:
+            raise APIError(400, "invalid_request", "state and status name different states",
+                           {"state": state, "status": status})
         state = HINDSIGHT_FILTER[status]
     if state is not None and state not in STATES:
         raise APIError(400, "invalid_request", f"state must be one of {', '.join(STATES)}",
