@@ -198,3 +198,18 @@ def test_operation_status_filter_is_checked_beside_state(client):
         assert clash.get_json()["error"]["details"] == {"state": "queued", "status": "completed"}
     assert client.get("/jobs?state=succeeded&status=completed").status_code == 200
     assert client.get("/jobs?status=pending").status_code == 200
+
+
+@pytest.mark.parametrize("confidence, stored", [(5e-324, 0.0), (1e-300, 0.0), (0.25, 0.25)])
+def test_unit_confidence_too_small_for_a_real_is_zero(client, confidence, stored):
+    """Found by schemathesis: remembering a unit with ``confidence`` 5e-324 was a 500
+    (PostgreSQL ``real`` underflow); it is stored as the column holds it."""
+    r = client.post("/banks/oa-confidence/units",
+                    json={"text": "The ferry leaves at noon.", "confidence": confidence})
+    assert r.status_code == 201, r.get_json()
+    got = client.get(f"/banks/oa-confidence/units/{r.get_json()['id']}").get_json()
+    assert got["confidence"] == stored
+    fixed = client.patch(f"/banks/oa-confidence/units/{got['id']}",
+                         json={"revision": got["revision"], "confidence": 1e-310})
+    assert fixed.status_code == 200, fixed.get_json()
+    assert fixed.get_json()["confidence"] == 0.0
