@@ -76,17 +76,6 @@ def principal() -> Principal:
     return Principal.unrestricted(tuple(current_app.extensions["rcll"].settings.purposes))
 
 
-def unit_visibility(bank_id: str) -> dict | None:
-    """Which units of ``bank_id`` the caller sees, as the keyword arguments of
-    :func:`rcll.store.visibility.unit_visible` (audience, and the purposes granted on the
-    bank: :func:`rcll.lifecycle.rules.seen`); ``None`` for the unrestricted caller (auth
-    off). For the listings that show units outside recall (entities, dedup proposals)."""
-    from rcll.lifecycle.rules import seen
-
-    p = principal()
-    return None if p.all_audiences else seen(p, bank_id)
-
-
 def bearer_key() -> str | None:
     """The key of ``Authorization: Bearer <key>``; ``None`` when the header is absent, ``""``
     when it is present but not a bearer token (answered as an invalid key)."""

@@ -20,14 +20,17 @@ log = logging.getLogger(__name__)
 
 
 def runtime(services: Services, default_bank: str | None = None,
-            principal=None) -> Runtime:
+            principal=None, api_key: str | None = None) -> Runtime:
     """The tools' runtime over ``services`` with the Celery enqueuer the API uses (retain
-    jobs go to the same queues)."""
+    jobs go to the same queues). ``api_key`` (stdio): re-authenticated on every tool call."""
     from api.app import celery_enqueuer
 
+    reauth = None
+    if principal is not None and services.settings.auth:
+        reauth = lambda: authenticate(services, api_key)  # noqa: E731
     return Runtime(services=services,
                    retain=services.retain_service(celery_enqueuer(services.settings)),
-                   default_bank=default_bank, principal=principal)
+                   default_bank=default_bank, principal=principal, reauthenticate=reauth)
 
 
 def _warn_if_auth_off(services: Services) -> None:
@@ -50,7 +53,7 @@ def run_stdio(services: Services, api_key: str | None, default_bank: str | None 
         return 2
     who = principal.member_id or ("unrestricted" if principal.all_audiences else "admin")
     log.info("MCP over stdio as %s, default bank %s", who, default_bank or "(none)")
-    build_server(runtime(services, default_bank, principal)).run("stdio")
+    build_server(runtime(services, default_bank, principal, api_key)).run("stdio")
     return 0
 
 

@@ -24,6 +24,7 @@ context (:mod:`rcll.search.session_context`) as Markdown.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -77,11 +78,15 @@ class Runtime:
     retain: RetainService
     default_bank: str | None = None
     principal: Principal | None = None
+    reauthenticate: Callable[[], Principal] | None = None
 
     def caller(self, ctx: Context | None) -> Principal:
         """The principal of this call: the HTTP request's (set by
-        :class:`mcp_server.auth.BearerAuth`), else the process's (stdio). Raises 401
-        ``missing_api_key`` when neither is known (fail closed)."""
+        :class:`mcp_server.auth.BearerAuth`), else the process's (stdio) — re-authenticated
+        on every call by ``reauthenticate`` (the process's key), so a revoked key, a disabled
+        member or a changed grant applies to the next call, as over HTTP. Raises 401
+        ``missing_api_key`` when neither is known (fail closed), 401 ``invalid_api_key``
+        once the process's key is revoked."""
         request = None
         if ctx is not None:
             try:
@@ -92,6 +97,8 @@ class Runtime:
         p = state.get(STATE_KEY) if isinstance(state, dict) else None
         if p is not None:
             return p
+        if self.reauthenticate is not None:
+            return self.reauthenticate()
         if self.principal is not None:
             return self.principal
         raise Rejected(401, "missing_api_key", "an API key is required")

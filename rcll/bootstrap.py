@@ -64,13 +64,17 @@ class Services:
     def embedder(self) -> EmbedderHandle:
         s = self.settings
         return EmbedderHandle(s.embedder_model, s.embed_batch_size, s.embedder_enabled,
-                              expected_dim=s.embedding_dim)
+                              expected_dim=s.embedding_dim, torch_threads=s.torch_threads,
+                              query_batch_wait_s=s.query_batch_wait_ms / 1000)
 
     @cached_property
     def reranker(self) -> RerankerHandle:
         """The cross-encoder handle (``RCLL_RERANKER_MODEL``; off when unset), loaded and
         checked on first use (the API warms it up at start-up)."""
         s = self.settings
+        from rcll.models import threads
+
+        threads.configure(s.torch_threads)
         return RerankerHandle(s.reranker_model, allow_untrained=s.reranker_allow_untrained)
 
     @cached_property

@@ -60,8 +60,14 @@ class Settings(BaseSettings):
     api_host: str = Field("127.0.0.1", description="Address the API listens on.")
     api_port: int = Field(8765, description="Port the API listens on.")
     api_url: str | None = Field(None, description="Where clients reach the API; defaults to host:port.")
-    api_threads: int = Field(4, description="gunicorn threads of the API process.")
-    worker_concurrency: int = Field(1, description="Celery pool processes per worker.")
+    api_workers: int = Field(1, ge=1, description="gunicorn worker processes of the API "
+                             "(benchmarks/recall_load.py).")
+    api_threads: int = Field(4, description="gunicorn threads per API worker process.")
+    worker_concurrency: int = Field(1, description="Celery pool processes per worker (2 did "
+                                    "not beat 1 on 2 cores: benchmarks/ingest_throughput.py).")
+    torch_threads: int = Field(1, ge=0, description="torch intra-op threads per process "
+                               "(embedder, reranker); 0 = torch's default, one per core. Scale "
+                               "with processes instead (README \"Throughput\").")
 
     # --- operations: metrics and logs (rcll.telemetry; README "Metrics and logs") ----------
     metrics_port: int = Field(
@@ -116,6 +122,9 @@ class Settings(BaseSettings):
                                "(the vector columns are created with it).")
     embed_batch_size: int = Field(16, description="Texts per forward pass; small batches pad less on CPU.")
     embedder_enabled: bool = True
+    query_batch_wait_ms: float = Field(
+        0, ge=0, le=100, description="> 0: concurrent one-query embeddings of a process wait "
+        "this long for company and share one forward pass (rcll.models.batching); 0 = off.")
 
     # --- write path -----------------------------------------------------------------------
     chunk_max_tokens: int = Field(512, description="Most tokens of one chunk unit.")

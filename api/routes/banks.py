@@ -12,6 +12,7 @@ from api.openapi import doc
 from api.paging import page_body, page_params
 from api.schemas import check_bank_id
 from rcll import api_types as T
+from rcll.access.visibility import grants_filter
 from rcll.cascade import invalidation
 from rcll.store import audit, banks
 
@@ -28,7 +29,8 @@ def list_banks():
     who = principal()
     only = None if who.is_admin else sorted(who.grants)  # the banks the caller holds a grant on
     with services().pool.connection() as conn:
-        rows, total = banks.list_page(conn, limit, offset, only)
+        rows, total = banks.list_page(conn, limit, offset, only,
+                                      visible=grants_filter(who, "u"))  # counts what it sees
     return jsonify(page_body("banks", [{"bank_id": r["id"], "name": r["name"],
                                         "units": r["units"], "fact_count": r["units"],
                                         "disposition": hindsight.disposition(r["config"] or {}),

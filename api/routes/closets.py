@@ -8,15 +8,16 @@ import logging
 from flask import Blueprint, jsonify, request
 
 from api import contracts as C
-from api.auth import requires
+from api.auth import principal, requires
 from api.deps import enqueue, json_body, services
 from api.errors import APIError
 from api.openapi import doc
 from api.paging import page_body, page_params
 from api.schemas import check_bank_id
+from rcll.access.visibility import unit_filter
 from rcll.consolidate import closets as consolidate
 from rcll.retain import pipeline
-from rcll.store import banks, closets, jobs
+from rcll.store import audit, banks, closets, jobs
 from workers.queues import CLOSETS_TASK
 
 bp = Blueprint("closets", __name__)
@@ -58,6 +59,8 @@ def make_closets(bank_id: str):
         banks.get(conn, bank_id)
         with conn.transaction():
             job = consolidate.create_job(conn, bank_id, room, hall)
+            audit.record(conn, principal().member_id, "closets.create", bank_id, None,
+                         {"operation_id": str(job["id"]), "room": room, "hall": hall})
     job_id = str(job["id"])
     try:
         enqueue(CLOSETS_TASK, job_id)
@@ -74,11 +77,13 @@ def make_closets(bank_id: str):
 @requires("read")
 @doc({200: C.ClosetsPage}, query=C.RoomHallQuery, paged=True)
 def list_closets(bank_id: str):
-    """One page of a bank's closets, newest first: ``?room=&hall=&limit=&offset=``."""
+    """One page of a bank's closets, newest first: ``?room=&hall=&limit=&offset=`` — only
+    closets whose summary unit the caller may see (:mod:`rcll.access.visibility`)."""
     check_bank_id(bank_id)
     limit, offset = page_params()
     room, hall = request.args.get("room"), request.args.get("hall")
     with services().pool.connection() as conn:
         banks.get(conn, bank_id)
-        rows, total = closets.list_page(conn, bank_id, room, hall, limit, offset)
+        rows, total = closets.list_page(conn, bank_id, room, hall, limit, offset,
+                                        visible=unit_filter(principal(), bank_id, alias="vu"))
     return jsonify(page_body("closets", [closets.to_json(r) for r in rows], limit, offset, total))

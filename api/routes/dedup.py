@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from flask import Blueprint, jsonify, request
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from api import contracts as C
-from api.auth import requires, unit_visibility
+from api.auth import principal, requires
 from api.deps import json_body, services
 from api.errors import APIError
 from api.openapi import doc
 from api.paging import page_body, page_params
 from api.schemas import check_bank_id
+from rcll.access.visibility import unit_filter
 from rcll.cascade import invalidation
 from rcll.consolidate.dedup import DedupSettings, scan_bank
-from rcll.store import banks, dedup
+from rcll.store import audit, banks, dedup
 
 bp = Blueprint("dedup", __name__)
 PREFIX = "/v1/default/banks/<bank_id>/dedup-proposals"
@@ -37,6 +40,11 @@ class DecideRequest(BaseModel):
         return self
 
 
+def _visible(bank_id: str) -> tuple[str, dict]:
+    """Only proposals whose two units the caller may see (:mod:`rcll.access.visibility`)."""
+    return dedup.pair_filter(partial(unit_filter, principal(), bank_id))
+
+
 @bp.get(PREFIX)
 @requires("read")
 @doc({200: C.DedupPage}, query=C.DedupQuery, paged=True)
@@ -51,7 +59,7 @@ def list_proposals(bank_id: str):
     with services().pool.connection() as conn:
         banks.get(conn, bank_id)
         rows, total = dedup.list_page(conn, bank_id, state, limit, offset,
-                                      see=unit_visibility(bank_id))
+                                      visible=_visible(bank_id))
     return jsonify(page_body("proposals", rows, limit, offset, total))
 
 
@@ -62,7 +70,12 @@ def scan_now(bank_id: str):
     """Scan the bank now (synchronous, bounded to ``dedup_window`` units)."""
     check_bank_id(bank_id)
     svc = services()
-    return jsonify(scan_bank(svc.pool, bank_id, DedupSettings.from_settings(svc.settings)))
+    out = scan_bank(svc.pool, bank_id, DedupSettings.from_settings(svc.settings))
+    with svc.pool.connection() as conn:
+        audit.record(conn, principal().member_id, "dedup.scan", bank_id, None,
+                     {k: v for k, v in out.items()
+                      if isinstance(v, (int, float, str, bool)) and k != "bank_id"})
+    return jsonify(out)
 
 
 @bp.post(f"{PREFIX}/<proposal_id>")
@@ -75,9 +88,13 @@ def decide(bank_id: str, proposal_id: str):
     check_bank_id(bank_id)
     body = DecideRequest.model_validate(json_body())
     svc = services()
-    with svc.pool.connection() as conn:
+    with svc.pool.connection() as conn, conn.transaction():
         out = dedup.decide(conn, bank_id, proposal_id, body.action, body.keep_unit_id,
-                           body.decided_by)
-    merged = [u["id"] for u in (out["unit_a"], out["unit_b"]) if u["superseded_by_id"]]
+                           body.decided_by, visible=_visible(bank_id))
+        merged = [u["id"] for u in (out["unit_a"], out["unit_b"]) if u["superseded_by_id"]]
+        audit.record(conn, principal().member_id, "dedup.decide", bank_id,
+                     merged[0] if merged else None,
+                     {"proposal_id": out["id"], "action": body.action, "merged": merged,
+                      "decided_by": body.decided_by})
     invalidation.units_left(svc.hot_tier, bank_id, merged)  # committed: leaves tier 1
     return jsonify(out)

@@ -5,18 +5,25 @@ from __future__ import annotations
 from flask import Blueprint, jsonify, request
 
 from api import contracts as C
-from api.auth import requires, unit_visibility
+from api.auth import principal, requires
 from api.deps import json_body, services
 from api.errors import APIError
 from api.openapi import doc
 from api.paging import page_body, page_params
 from api.schemas import check_bank_id
-from rcll.store import banks, entities, entity_edits
+from rcll.access.visibility import unit_filter
+from rcll.store import audit, banks, entities, entity_edits
 
 bp = Blueprint("entities", __name__)
 BASE = "/v1/default/banks/<bank_id>/entities"
 PROPOSAL_STATES = ("open", "merged", "rejected")
 MAX_IDS = 1000
+
+
+def _visible(bank_id: str) -> tuple[str, dict]:
+    """Only units the caller may see count for entities, their mentions and proposals
+    (:mod:`rcll.access.visibility`; alias ``vu``)."""
+    return unit_filter(principal(), bank_id, alias="vu")
 
 
 @bp.get(BASE)
@@ -32,7 +39,7 @@ def list_entities(bank_id: str):
     with services().pool.connection() as conn:
         banks.get(conn, bank_id)
         rows, total = entities.list_page(conn, bank_id, limit, offset, q,
-                                         see=unit_visibility(bank_id))
+                                         visible=_visible(bank_id))
     body = page_body("entities", [entities.public(r) for r in rows], limit, offset, total)
     # Hindsight's shape beside RCLL's: ``items`` with ``canonical_name``
     body["items"] = [{**e, "canonical_name": e["name"]} for e in body["entities"]]
@@ -48,15 +55,14 @@ def entity(bank_id: str, entity_id: str):
     only from units the caller sees (an entity only they mention is 404)."""
     check_bank_id(bank_id)
     limit, offset = page_params(default_limit=20)
-    see = unit_visibility(bank_id)
     with services().pool.connection() as conn:
-        row = entities.get(conn, bank_id, entity_id, see=see)
+        vis = _visible(bank_id)
+        row = entities.get(conn, bank_id, entity_id, visible=vis)
         eid = str(row["id"])
         body = entities.public(row)
-        body["mentions"] = page_body("items", entities.mentions(conn, eid, limit, offset,
-                                                                see=see),
+        body["mentions"] = page_body("items", entities.mentions(conn, eid, limit, offset, vis),
                                      limit, offset, int(row["mentions"]))
-        body["linked_entities"] = entities.linked(conn, eid, see=see)
+        body["linked_entities"] = entities.linked(conn, eid, visible=vis)
         body["history"] = entity_edits.history(conn, eid)
     return jsonify(body)
 
@@ -74,7 +80,8 @@ def merge_proposals(bank_id: str):
                        {"field": "state"})
     with services().pool.connection() as conn:
         banks.get(conn, bank_id)
-        rows, total = entities.proposals_page(conn, bank_id, state, limit, offset)
+        rows, total = entities.proposals_page(conn, bank_id, state, limit, offset,
+                                              visible=_visible(bank_id))
     return jsonify(page_body("proposals", rows, limit, offset, total))
 
 
@@ -104,11 +111,18 @@ def merge(bank_id: str):
                     raise APIError(400, "invalid_request", "keep_id applies to a merge only",
                                    {"fields": ["keep_id"]})
                 entity_edits.reject_proposal(conn, bank_id, pid, actor)
+                audit.record(conn, principal().member_id, "entity.proposal_reject", bank_id,
+                             None, {"proposal_id": pid, "actor": actor})
                 return jsonify({"proposal_id": pid, "state": "rejected"})
             kept = entity_edits.merge_proposal(conn, bank_id, pid, actor,
                                                _string(body, "keep_id", required=False))
+            merged = {"proposal_id": pid}
         else:
-            kept = entity_edits.merge(conn, bank_id, _ids(body, "entity_ids"), actor)
+            ids = _ids(body, "entity_ids")
+            kept = entity_edits.merge(conn, bank_id, ids, actor)
+            merged = {"entity_ids": ids}
+        audit.record(conn, principal().member_id, "entity.merge", bank_id, None,
+                     {**merged, "kept": str(kept["id"]), "actor": actor})
     return jsonify({"entity": entities.public(kept)})
 
 
@@ -130,6 +144,9 @@ def split(bank_id: str, entity_id: str):
             aliases=_ids(body, "aliases") if "aliases" in body else None,
             unit_ids=_ids(body, "unit_ids") if "unit_ids" in body else None,
             name=_string(body, "name", required=False), actor=_string(body, "actor", required=False))
+        audit.record(conn, principal().member_id, "entity.split", bank_id, None,
+                     {"entity_id": entity_id, "new_id": str(new["id"]),
+                      "aliases": body.get("aliases"), "unit_ids": body.get("unit_ids")})
     return jsonify({"entity": entities.public(new)}), 201
 
 

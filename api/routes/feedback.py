@@ -5,12 +5,13 @@ from __future__ import annotations
 from flask import Blueprint, jsonify
 
 from api import contracts as C
-from api.auth import requires
+from api.auth import principal, requires
 from api.deps import json_body, services
 from api.errors import APIError
 from api.openapi import doc
 from api.schemas import check_bank_id
-from rcll.store import banks, feedback, memories
+from rcll.access.visibility import unit_filter
+from rcll.store import audit, banks, feedback, memories
 
 bp = Blueprint("feedback", __name__)
 
@@ -24,7 +25,7 @@ def record_feedback(bank_id: str, unit_id: str):
     ``{unit_id, success, failure, worth}`` (:func:`rcll.store.feedback.record`). 400
     ``invalid_bank_id`` / ``invalid_unit_id`` / ``invalid_outcome`` / ``invalid_request``
     (other fields), 404 ``bank_not_found`` / ``unit_not_found`` (also a unit of another
-    bank)."""
+    bank, and a unit the caller may not see: :mod:`rcll.access.visibility`)."""
     check_bank_id(bank_id)
     memories.parse_unit_id(unit_id)
     body = json_body()
@@ -35,4 +36,8 @@ def record_feedback(bank_id: str, unit_id: str):
     outcome = feedback.parse_outcome(body.get("outcome"))
     with services().pool.connection() as conn, conn.transaction():
         banks.get(conn, bank_id)
-        return jsonify(feedback.record(conn, bank_id, unit_id, outcome))
+        out = feedback.record(conn, bank_id, unit_id, outcome,
+                              visible=unit_filter(principal(), bank_id, alias="m"))
+        audit.record(conn, principal().member_id, "unit.feedback", bank_id, out["unit_id"],
+                     {"outcome": outcome})
+        return jsonify(out)

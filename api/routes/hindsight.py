@@ -20,6 +20,7 @@ from api.errors import APIError
 from api.openapi import doc
 from api.paging import page_params
 from api.schemas import check_bank_id
+from rcll.access.visibility import unit_filter
 from rcll.cascade import invalidation
 from rcll.reflect import reflect as run_reflect
 from rcll.search.models import TAGS_MATCH, RecallQuery
@@ -48,11 +49,11 @@ def _member() -> str | None:
     return None if who.all_audiences else who.member_id
 
 
-def _purposes(bank_id: str) -> list[str] | None:
-    """The purposes a listed unit must carry one of (those granted to the caller on the
-    bank, spec §7), ``None`` when the caller sees every unit."""
-    who = principal()
-    return None if who.all_audiences else list(who.purposes(bank_id))
+def _visible(bank_id: str) -> tuple[str, dict]:
+    """The units of ``bank_id`` a listing shows or counts (alias ``u``): the one rule outside
+    recall, :func:`rcll.access.visibility.unit_filter` (audience, and a purpose granted to
+    the caller on the bank)."""
+    return unit_filter(principal(), bank_id, alias="u")
 
 
 def _tags_args() -> tuple[list[str] | None, str]:
@@ -117,8 +118,7 @@ def stats(bank_id: str):
     check_bank_id(bank_id)
     with services().pool.connection() as conn:
         banks.get(conn, bank_id)
-        s = documents.stats(conn, bank_id, member=_member(),
-                            purposes=_purposes(bank_id))
+        s = documents.stats(conn, bank_id, visible=_visible(bank_id))
     by_type: dict[str, int] = {}
     for kind, n in s["units_by_kind"].items():
         t = hs.KIND_TYPE.get(kind, "world")
@@ -229,7 +229,7 @@ def list_memories(bank_id: str):
     with services().pool.connection() as conn:
         banks.get(conn, bank_id)
         rows, total = documents.list_units(
-            conn, bank_id, limit, offset, member=_member(), purposes=_purposes(bank_id),
+            conn, bank_id, limit, offset, visible=_visible(bank_id),
             kinds=kinds, q=q,
             document_id=request.args.get("document_id") or None, tags=tags, tags_match=match,
             entity_id=entity_id, state=state)
@@ -273,8 +273,8 @@ def list_tags(bank_id: str):
         raise APIError(400, "invalid_request", "q must be at most 200 characters", {"field": "q"})
     with services().pool.connection() as conn:
         banks.get(conn, bank_id)
-        rows, total = documents.tags(conn, bank_id, limit, offset, member=_member(),
-                                     purposes=_purposes(bank_id), q=q)
+        rows, total = documents.tags(conn, bank_id, limit, offset,
+                                     visible=_visible(bank_id), q=q)
     return jsonify({"items": rows, "total": total, "limit": limit, "offset": offset})
 
 
@@ -292,8 +292,8 @@ def list_documents(bank_id: str):
     q = request.args.get("q") or None
     with services().pool.connection() as conn:
         banks.get(conn, bank_id)
-        rows, total = documents.list_page(conn, bank_id, limit, offset, member=_member(),
-                                          purposes=_purposes(bank_id), q=q,
+        rows, total = documents.list_page(conn, bank_id, limit, offset,
+                                          visible=_visible(bank_id), q=q,
                                           tags=tags)
     return jsonify({"items": rows, "total": total, "limit": limit, "offset": offset})
 
@@ -307,8 +307,7 @@ def get_document(bank_id: str, document_id: str):
     check_bank_id(bank_id)
     with services().pool.connection() as conn:
         banks.get(conn, bank_id)
-        return jsonify(documents.get(conn, bank_id, document_id, member=_member(),
-                                     purposes=_purposes(bank_id)))
+        return jsonify(documents.get(conn, bank_id, document_id, visible=_visible(bank_id)))
 
 
 @bp.delete(BANK + "/documents/<anypath:document_id>")
@@ -341,8 +340,14 @@ def delete_document(bank_id: str, document_id: str):
 def reflect(bank_id: str):
     """Answer a question from recall's results through the configured LLM (litellm;
     :mod:`rcll.reflect`). Fields: :data:`api.hindsight.REFLECT_FIELDS`. 400
-    ``llm_not_configured`` when no LLM is configured (checked before recall runs)."""
+    ``llm_not_configured`` when no LLM is configured (checked before recall runs); 403
+    ``read_only_deployment`` in a read-only deployment, which serves only recall and read and
+    uses no LLM (spec §7)."""
     check_bank_id(bank_id)
+    if services().settings.read_only:
+        raise APIError(403, "read_only_deployment",
+                       "reflect calls an LLM; a read-only deployment serves only recall and "
+                       "read", {"endpoint": "hindsight.reflect"})
     req = hs.ReflectRequest.model_validate({k: v for k, v in json_body().items() if v is not None})
     if req.response_schema:
         raise hs.unsupported("response_schema", "object", "structured output is not supported")

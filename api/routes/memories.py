@@ -1,5 +1,6 @@
 """One memory unit with its links, entities and sources: ``GET …/memories/{unit_id}``
-(Hindsight's shape) — the same service as ``GET /banks/{bank_id}/units/{unit_id}``."""
+(Hindsight's shape) — the ``read`` verb under its older path, the same service as
+``GET /banks/{bank_id}/units/{unit_id}``, so both answer the same for every caller."""
 
 from __future__ import annotations
 
@@ -20,10 +21,10 @@ bp = Blueprint("memories", __name__)
 @doc({200: T.Unit}, query=C.PurposeQuery,
      errors={400: ['invalid_unit_id', 'unknown_purpose'], 404: ['unit_not_found']})
 def memory(bank_id: str, unit_id: str):
-    """The unit (:meth:`rcll.lifecycle.service.Lifecycle.read`: audience and purposes
-    apply; ``?purpose=`` reads for one purpose); 400 ``invalid_unit_id``, 403
-    ``purpose_not_granted``, 404 ``bank_not_found`` / ``unit_not_found`` (also a unit the
-    caller may not see)."""
+    """The unit (:func:`rcll.lifecycle.read.read` as the caller: audience and purposes
+    apply, links and sources only to units it sees; ``?purpose=`` reads for one purpose);
+    400 ``invalid_unit_id`` / ``unknown_purpose``, 403 ``purpose_not_granted``, 404
+    ``bank_not_found`` / ``unit_not_found`` (also a unit the caller may not see)."""
     check_bank_id(bank_id)
     return jsonify(services().lifecycle.read(principal(), bank_id, unit_id,
                                              purpose=request.args.get("purpose")))

@@ -13,6 +13,7 @@ from api.openapi import doc
 from api.paging import page_body, page_params
 from api.schemas import check_bank_id
 from rcll import api_types as T
+from rcll.access.visibility import unit_filter
 from rcll.errors import JobNotFound
 from rcll.store import banks, item_errors, jobs
 
@@ -37,7 +38,8 @@ def operation(bank_id: str, operation_id: str):
             if row is None:
                 raise
             op = jobs.to_json(jobs.get(conn, row["id"], bank_id))
-        rows, total = item_errors.list_for_job(conn, op["id"])
+        rows, total = item_errors.list_for_job(  # raw replies only about units it sees
+            conn, op["id"], visible=unit_filter(principal(), bank_id, alias="vu"))
     op["item_errors"] = [item_errors.to_json(r) for r in rows]  # raw LLM replies kept
     op["item_errors_total"] = total
     return jsonify(op)

@@ -44,7 +44,7 @@ class SupersedeBody(NewUnit):
 class ForgetBody(TextModel):
     """``DELETE …/units/{id}``: optional ``reason`` (kept in the audit log)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     reason: str | None = Field(None, max_length=MAX_REASON_CHARS)
 
 

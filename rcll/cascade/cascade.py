@@ -177,8 +177,12 @@ class Cascade:
                 self._after(bank_id, results, pq, promote)  # the bank's own units only
                 results, used = self._merge_tunnels(found, p, results, used, post_counts,
                                                     degraded, timings)
+                # a hit PostgreSQL refused (stale: re-scoped, forgotten, an invalidation
+                # Redis missed) is not counted either: counts see only rows that passed
+                gone = set(stale or ())
+                passed = sum(1 for h in hits if h.unit_id not in gone)
                 return self._result(results, p, tried, degraded, timings, t0, q, used=used,
-                                    hits={tier: len(hits)}, extra=post_counts)
+                                    hits={tier: passed}, extra=post_counts)
         counts_extra = {"hot_incomplete_reask": 1} if incomplete else {}
         if "cold" not in p.tiers:  # the plan allows no cold tier: what the tiers had, or nothing
             return self._result([], p, tried, degraded, timings, t0, q, extra=counts_extra)

@@ -74,7 +74,8 @@ def api_cmd(settings: Settings) -> list[str]:
     """The gunicorn command line serving ``api.app:create_app()``."""
     return [sys.executable, "-m", "gunicorn", "--config", "python:api.gunicorn_conf",
             "--bind", f"{settings.api_host}:{settings.api_port}",
-            "--workers", "1", "--threads", str(settings.api_threads), "--timeout", "300",
+            "--workers", str(settings.api_workers), "--threads", str(settings.api_threads),
+            "--timeout", "300",
             "--access-logfile", "-",
             "--control-socket", str(settings.run_dir.resolve() / "gunicorn.ctl"),
             "api.app:create_app()"]

@@ -34,6 +34,7 @@ from psycopg_pool import ConnectionPool
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from rcll.access.principal import Principal
+from rcll.access.visibility import grants_filter, unit_visible
 from rcll.errors import Forbidden, InvalidInput, NotFound, Rejected
 from rcll.search.models import MAX_QUERY_CHARS, RecallQuery
 from rcll.store import audit, banks
@@ -193,8 +194,8 @@ class TunnelService:
             conn.execute("SET TRANSACTION READ ONLY")
             banks.get(conn, bank_id)
             return repo.list_for_bank(conn, bank_id, readable_banks=_readable(principal),
-                                      member_id=principal.member_id,
-                                      all_audiences=principal.all_audiences,
+                                      visible=(grants_filter(principal, "s", "vs"),
+                                               grants_filter(principal, "d", "vd")),
                                       limit=limit, offset=offset)
 
     def get(self, principal: Principal, tunnel_id: str) -> dict:
@@ -276,10 +277,11 @@ def _visible_unit(conn: Connection, principal: Principal, unit_id: str) -> dict:
     """``{"id", "bank_id"}`` of a unit the caller may see; else :class:`UnitNotFound` (the
     same answer for absent, forgotten, unreadable bank and another member's audience)."""
     row = conn.execute(
-        """SELECT id::text AS id, bank_id, audience, forgotten_at FROM memory_units
+        """SELECT id::text AS id, bank_id, audience, purposes, forgotten_at FROM memory_units
            WHERE id = %s""", (unit_id,)).fetchone()
     if (row is None or row["forgotten_at"] is not None
-            or not principal.can(row["bank_id"], "read") or not principal.sees(row["audience"])):
+            or not principal.can(row["bank_id"], "read")
+            or not unit_visible(principal, row["bank_id"], row["audience"], row["purposes"])):
         raise UnitNotFound(f"unit {unit_id} does not exist or is not visible to this caller",
                            {"unit_id": unit_id})
     return {"id": row["id"], "bank_id": row["bank_id"]}

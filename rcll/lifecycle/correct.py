@@ -64,7 +64,7 @@ def correct(ctx: LifecycleContext, principal: Principal, bank_id: str, unit_id: 
         audit.record(conn, principal.member_id, "unit.correct", bank_id, uid,
                      {"from_revision": revision, "to_revision": new_rev,
                       "fields": sorted(ch)})
-        out = memories.get(conn, bank_id, uid, **rules.seen(principal, bank_id))
+        out = memories.get(conn, bank_id, uid, visible=rules.seen(principal, bank_id))
     invalidation.units_left(ctx.hot, bank_id, [uid])
     invalidation.bank_written(ctx.hot, bank_id)
     return out

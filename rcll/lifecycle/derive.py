@@ -109,6 +109,6 @@ def derive(ctx: LifecycleContext, principal: Principal, bank_id: str, source_ids
         done = indexing.index(conn, ctx, bank_id, uid, u.text, u.metadata, prepared)
         audit.record(conn, principal.member_id, "unit.derive", bank_id, uid,
                      {"source_ids": ids, "audience": audience, "purposes": purposes})
-        out = memories.get(conn, bank_id, uid, **rules.seen(principal, bank_id))
+        out = memories.get(conn, bank_id, uid, visible=rules.seen(principal, bank_id))
     invalidation.bank_written(ctx.hot, bank_id)
     return {**out, "embedded": done["embedded"]}

@@ -8,12 +8,13 @@ import struct
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, TypeAdapter, field_validator, model_validator
 
 from rcll.hierarchy import Hall, Room
 from rcll.validation import TextModel, clean_text, is_blank, json_value, utc_in_range
 
 Kind = Literal["fact", "note", "decision", "preference", "event", "summary"]
+_DATETIME = TypeAdapter(datetime)
 MAX_TEXT_CHARS = 100_000  # the token limit (the embedder's window) is checked by the service
 
 
@@ -31,7 +32,9 @@ class UnitFields(TextModel):
     by the service: 400 ``unknown_purpose``); times ISO 8601, naive means UTC;
     ``confidence`` in [0, 1]."""
 
-    model_config = ConfigDict(extra="forbid")
+    # strict: no coercion across JSON types (``true`` is not a layer, ``5`` not a time,
+    # ``"2"`` not a revision); times are ISO 8601 strings, parsed by ``_iso_text``
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     text: str | None = Field(None, min_length=1, max_length=MAX_TEXT_CHARS)
     kind: Kind | None = None
@@ -61,6 +64,17 @@ class UnitFields(TextModel):
         """As the column stores it (a 4-byte ``real``): a value too small for one is 0.0
         (PostgreSQL refused it with an underflow, a 500; found by schemathesis)."""
         return None if v is None else struct.unpack("f", struct.pack("f", v))[0]
+
+    @field_validator("occurred_start", "occurred_end", "mentioned_at", mode="before")
+    @classmethod
+    def _iso_text(cls, v: Any) -> datetime | None:
+        """An ISO 8601 string (or a ``datetime`` from Python callers) → ``datetime``; a
+        number, boolean or anything else is refused (strict mode)."""
+        if v is None or isinstance(v, datetime):
+            return v
+        if not isinstance(v, str):
+            raise ValueError("must be an ISO 8601 date-time string")
+        return _DATETIME.validate_python(v)
 
     @field_validator("occurred_start", "occurred_end", "mentioned_at")
     @classmethod

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rcll.access.principal import Principal
+from rcll.access.purposes import unknown_purpose
 from rcll.errors import Rejected
 from rcll.lifecycle import rules
 from rcll.lifecycle.context import LifecycleContext
@@ -17,16 +18,19 @@ def read(ctx: LifecycleContext, principal: Principal, bank_id: str, unit_id: str
     purpose as below). A forgotten unit is returned as its tombstone (empty text,
     ``forgotten`` true).
 
-    ``purpose`` (optional): read for that purpose — it must be granted to the caller on the
-    bank (403 ``purpose_not_granted``) and the unit must carry it (else 404). Without it the
-    unit must carry one of the purposes granted to the caller on the bank (else 404); the
-    unrestricted principal (auth off) sees every purpose.
+    ``purpose`` (optional): read for that purpose — it must be one of the configured set
+    (400 ``unknown_purpose``, as recall), granted to the caller on the bank (403
+    ``purpose_not_granted``) and carried by the unit (else 404). Without it the unit must
+    carry at least one purpose granted to the caller on the bank (else 404); the
+    unrestricted principal (auth off) sees every purpose (:mod:`rcll.access.visibility`).
     Raises 403 ``forbidden`` (no read role), 400 ``invalid_unit_id``, 404 ``bank_not_found``,
     404 ``unit_not_found`` (missing, in another bank, or invisible to the caller: one answer).
     Runs in a READ ONLY transaction on the read pool; writes nothing.
     """
     principal.require(bank_id, "read")
     uid = rules.unit_id(unit_id)
+    if purpose is not None and purpose not in ctx.purposes:
+        raise unknown_purpose([purpose], ctx.purposes)  # 400, as recall answers it
     if purpose is not None and purpose not in principal.purposes(bank_id):
         raise Rejected(403, "purpose_not_granted",
                        f"purpose {purpose!r} is not granted to this key on bank {bank_id!r}",
@@ -37,4 +41,4 @@ def read(ctx: LifecycleContext, principal: Principal, bank_id: str, unit_id: str
         row = conn.execute("SELECT audience, purposes FROM memory_units WHERE id = %s "
                            "AND bank_id = %s", (uid, bank_id)).fetchone()
         rules.visible_row(principal, bank_id, uid, row, purpose)
-        return memories.get(conn, bank_id, uid, **rules.seen(principal, bank_id, purpose))
+        return memories.get(conn, bank_id, uid, visible=rules.seen(principal, bank_id, purpose))

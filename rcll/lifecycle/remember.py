@@ -61,6 +61,6 @@ def remember(ctx: LifecycleContext, principal: Principal, bank_id: str,
         done = indexing.index(conn, ctx, bank_id, uid, u.text, u.metadata, prepared)
         audit.record(conn, principal.member_id, "unit.remember", bank_id, uid,
                      {"kind": u.kind or "note", "audience": audience, "purposes": purposes})
-        out = memories.get(conn, bank_id, uid, **rules.seen(principal, bank_id))
+        out = memories.get(conn, bank_id, uid, visible=rules.seen(principal, bank_id))
     invalidation.bank_written(ctx.hot, bank_id)
     return {**out, "embedded": done["embedded"]}

@@ -12,6 +12,7 @@ Errors (all :mod:`rcll.errors` classes, so every channel maps them the same way)
 from __future__ import annotations
 
 from rcll.access.principal import BANK_AUDIENCE, Principal
+from rcll.access.visibility import unit_filter, unit_visible
 from rcll.errors import Conflict, Forbidden, InvalidInput
 from rcll.store.memories import UnitNotFound, parse_unit_id
 
@@ -53,35 +54,22 @@ def not_found(bank_id: str, unit_id: str) -> UnitNotFound:
                         {"unit_id": unit_id, "bank_id": bank_id})
 
 
-def seen_purposes(principal: Principal, bank_id: str,
-                  purpose: str | None = None) -> tuple[str, ...] | None:
-    """The purposes a unit (or a linked unit, a source) must share at least one of to be
-    visible to the caller on ``bank_id``: ``(purpose,)`` when the caller names one, else
-    the purposes granted to it on the bank (spec §7: a grant names the purposes a member may
-    recall for; reading by id does not widen them); ``None`` (no purpose filter) for the
-    unrestricted principal (auth off, internal calls)."""
-    if principal.all_audiences and purpose is None:
-        return None
-    return (purpose,) if purpose is not None else tuple(principal.purposes(bank_id))
-
-
 def visible_row(principal: Principal, bank_id: str, unit_id: str, row: dict | None,
                 purpose: str | None = None) -> dict:
-    """``row`` (with ``audience`` and ``purposes``) if it exists, the caller sees its
-    audience and it shares a purpose with :func:`seen_purposes`; else :func:`not_found`."""
-    if row is None or not principal.sees(row["audience"]):
-        raise not_found(bank_id, unit_id)
-    purposes = seen_purposes(principal, bank_id, purpose)
-    if purposes is not None and not set(row["purposes"]) & set(purposes):
+    """``row`` (with ``audience`` and ``purposes``) if it exists and is visible to the caller
+    (:func:`rcll.access.visibility.unit_visible`: its audience, and a purpose granted to the
+    caller on the bank — or ``purpose`` when the caller names one); else :func:`not_found`."""
+    if row is None or not unit_visible(principal, bank_id, row["audience"], row["purposes"],
+                                       purpose):
         raise not_found(bank_id, unit_id)
     return row
 
 
-def seen(principal: Principal, bank_id: str, purpose: str | None = None) -> dict:
-    """Keyword arguments of :func:`rcll.store.memories.get` that limit a unit's links and
-    sources to units the caller sees (audience and :func:`seen_purposes`)."""
-    return {"member_id": principal.member_id, "all_audiences": principal.all_audiences,
-            "purposes": seen_purposes(principal, bank_id, purpose)}
+def seen(principal: Principal, bank_id: str, purpose: str | None = None) -> tuple[str, dict]:
+    """The visibility filter on alias ``o`` for the units shown beside a unit (its links
+    and sources), the ``visible`` argument of :func:`rcll.store.memories.get`:
+    :func:`rcll.access.visibility.unit_filter` (``purpose``: the one the caller names)."""
+    return unit_filter(principal, bank_id, alias="o", purpose=purpose)
 
 
 def unit_id(value: str) -> str:

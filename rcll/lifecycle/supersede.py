@@ -62,7 +62,7 @@ def supersede(ctx: LifecycleContext, principal: Principal, bank_id: str, unit_id
         audit.record(conn, principal.member_id, "unit.supersede", bank_id, uid,
                      {"new_unit_id": new_id, "from_revision": revision,
                       "to_revision": revision + 1})
-        see = rules.seen(principal, bank_id)
+        see = {"visible": rules.seen(principal, bank_id)}
         out = {"superseded": memories.get(conn, bank_id, uid, **see),
                "unit": {**memories.get(conn, bank_id, new_id, **see),
                         "embedded": done["embedded"]}}

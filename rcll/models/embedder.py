@@ -84,7 +84,10 @@ class EmbedderHandle:
     """
 
     def __init__(self, model_name: str, batch_size: int = 64, enabled: bool = True,
-                 expected_dim: int | None = None):
+                 expected_dim: int | None = None, torch_threads: int = 0,
+                 query_batch_wait_s: float = 0.0):
+        self.torch_threads = torch_threads  # rcll.models.threads.configure before loading
+        self.query_batch_wait_s = query_batch_wait_s  # > 0: rcll.models.batching
         self.model_name = model_name
         self.batch_size = batch_size
         self.enabled = enabled
@@ -100,10 +103,17 @@ class EmbedderHandle:
         with self._lock:
             if not self._tried:
                 try:
+                    from rcll.models import threads
+
+                    threads.configure(self.torch_threads)
                     emb = SentenceTransformerEmbedder(self.model_name, self.batch_size)
                     if self.expected_dim and emb.dim != self.expected_dim:
                         raise ValueError(
                             f"model dimension {emb.dim} != schema dimension {self.expected_dim}")
+                    if self.query_batch_wait_s > 0:
+                        from rcll.models.batching import QueryBatcher
+
+                        emb = QueryBatcher(emb, self.query_batch_wait_s)
                     self._embedder = emb
                 except Exception as exc:
                     self.error = f"{type(exc).__name__}: {exc}"

@@ -92,10 +92,23 @@ def version_for(item: RetainItem, seq: int, index: int) -> units.DocumentVersion
         context=item.context, mentioned_at=item.timestamp, version_seq=seq, version_item=index)
 
 
+def relaxed_commit(conn: psycopg.Connection) -> None:
+    """Inside a transaction: let its COMMIT return before the WAL reaches the disk
+    (``SET LOCAL synchronous_commit = off``; the data stays consistent, a crash can lose
+    only the last fraction of a second of such commits). The write path uses it for units
+    and vectors, which a stage replays idempotently: the job's own stage transition
+    (:func:`rcll.store.jobs.progress`, :func:`rcll.store.jobs.finish`) commits
+    synchronously, and that flush makes every earlier commit durable too (the WAL is one
+    sequence), so a job never says a stage is done whose rows a crash could lose."""
+    conn.execute("SET LOCAL synchronous_commit = off")
+
+
 def store_item(ctx: RetainContext, bank_id: str, job_id: str, item: RetainItem,
-               index: int = 0) -> units.VersionResult:
+               index: int = 0, conn: psycopg.Connection | None = None) -> units.VersionResult:
     """Apply one item (item ``index`` of the job) as its document's version, in one
-    transaction that first locks the job row (:func:`rcll.store.jobs.lock_for_work`).
+    transaction that first locks the job row (:func:`rcll.store.jobs.lock_for_work`);
+    on ``conn`` when given (an idle connection the caller holds for many items), else on a
+    pooled one. The commit does not wait for the disk (:func:`relaxed_commit`).
 
     After the commit, the units the version replaced or re-scoped leave tier 1
     (:func:`rcll.cascade.invalidation.units_left`, best effort).
@@ -103,7 +116,11 @@ def store_item(ctx: RetainContext, bank_id: str, job_id: str, item: RetainItem,
     (the caller tells outages from bad data with :func:`rcll.db.is_transient`).
     """
     drafts = drafts_for(item, ctx)
-    with ctx.pool.connection() as conn, conn.transaction():
+    if conn is None:
+        with ctx.pool.connection() as own:
+            return store_item(ctx, bank_id, job_id, item, index, own)
+    with conn.transaction():
+        relaxed_commit(conn)
         seq = jobs.lock_for_work(conn, job_id)
         if seq is None:
             raise JobGone(job_id)
@@ -115,11 +132,11 @@ def store_item(ctx: RetainContext, bank_id: str, job_id: str, item: RetainItem,
 
 
 def _store_with_retry(ctx: RetainContext, bank_id: str, job_id: str, item: RetainItem,
-                      index: int) -> units.VersionResult:
+                      index: int, conn: psycopg.Connection | None = None) -> units.VersionResult:
     """:func:`store_item`, retried in place on a deadlock or serialization failure."""
     for attempt in range(ITEM_CONFLICT_RETRIES):
         try:
-            return store_item(ctx, bank_id, job_id, item, index)
+            return store_item(ctx, bank_id, job_id, item, index, conn)
         except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure):
             if attempt == ITEM_CONFLICT_RETRIES - 1:
                 raise
@@ -145,27 +162,30 @@ def run_chunk(ctx: RetainContext, job_id: str) -> dict | None:
     counts = {"items": len(raw_items), "items_done": 0, "units_created": 0, "units_skipped": 0,
               "items_failed": 0, "items_superseded": 0, "units_forgotten": 0}
     errors: list[str] = []
-    for n, raw in enumerate(raw_items, 1):
-        try:
-            res = _store_with_retry(ctx, bank_id, job_id, RetainItem(**raw), n - 1)
-            counts["units_created"] += res.created
-            counts["units_skipped"] += res.skipped
-            counts["items_superseded"] += res.superseded
-            counts["units_forgotten"] += res.forgotten
-        except JobGone:
-            log.warning("retain job %s stopped at item %d: the job or its bank is gone",
-                        job_id, n - 1)
-            return None
-        except Exception as exc:  # one bad item must not lose the others
-            if is_transient(exc):
-                raise
-            log.exception("retain job %s item %d failed", job_id, n - 1)
-            counts["items_failed"] += 1
-            errors.append(f"item {n - 1}: {type(exc).__name__}: {exc}")
-        counts["items_done"] = n
-        if n % PROGRESS_EVERY == 0:
-            with ctx.pool.connection() as conn:
-                jobs.progress(conn, job_id, counts)
+    # one connection for the items (a pooled checkout costs a check round trip each), one
+    # transaction per item; the progress update commits synchronously (relaxed_commit)
+    with ctx.pool.connection() as conn:
+        for n, raw in enumerate(raw_items, 1):
+            try:
+                res = _store_with_retry(ctx, bank_id, job_id, RetainItem(**raw), n - 1, conn)
+                counts["units_created"] += res.created
+                counts["units_skipped"] += res.skipped
+                counts["items_superseded"] += res.superseded
+                counts["units_forgotten"] += res.forgotten
+            except JobGone:
+                log.warning("retain job %s stopped at item %d: the job or its bank is gone",
+                            job_id, n - 1)
+                return None
+            except Exception as exc:  # one bad item must not lose the others
+                if is_transient(exc):
+                    raise
+                log.exception("retain job %s item %d failed", job_id, n - 1)
+                counts["items_failed"] += 1
+                errors.append(f"item {n - 1}: {type(exc).__name__}: {exc}")
+            counts["items_done"] = n
+            if n % PROGRESS_EVERY == 0:
+                with conn.transaction():  # its own transaction, not around the next items
+                    jobs.progress(conn, job_id, counts)
     with ctx.pool.connection() as conn:
         # counts over every attempt: a redelivered job's earlier units are its own, not skips
         seen = counts["units_created"] + counts["units_skipped"]
@@ -271,6 +291,7 @@ def embed_missing(ctx: RetainContext, *, job_id: str | None = None, bank_id: str
             return written
         vectors = embedder.embed([r["text"] for r in rows])
         with ctx.pool.connection() as conn, conn.transaction():
+            relaxed_commit(conn)  # a lost vector is re-made by this same function
             if job_id is not None and jobs.lock_for_work(conn, job_id) is None:
                 log.warning("embed for job %s stopped: the job or its bank is gone", job_id)
                 return written

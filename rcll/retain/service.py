@@ -149,9 +149,9 @@ class RetainService:
                            "send async", {"items": len(items), "max": self.limits.sync_max_items})
         items = self.with_access(bank_id, items, principal)
         with self.pool.connection() as conn:
-            job, created = submit_retain(conn, bank_id, items, idempotency_key)
+            actor = principal.member_id if principal is not None else None
+            job, created = submit_retain(conn, bank_id, items, idempotency_key, actor=actor)
             if created:
-                actor = principal.member_id if principal is not None else None
                 audit.record(conn, actor, "retain", bank_id, None,
                              {"operation_id": str(job["id"]), "items": len(items)})
         job_id = str(job["id"])

@@ -17,15 +17,20 @@ RETAIN_JOB = "retain"
 
 
 def submit_retain(conn: Connection, bank_id: str, items: list[RetainItem],
-                  idempotency_key: str | None = None) -> tuple[dict, bool]:
+                  idempotency_key: str | None = None,
+                  actor: str | None = None) -> tuple[dict, bool]:
     """Store a queued retain job holding the raw items; ``(job, created)``.
 
-    A repeated ``idempotency_key`` for the bank with the same items returns the first job and
-    ``created=False``; with other items it raises ``Rejected`` (409 ``idempotency_key_reused``).
+    A repeated ``idempotency_key`` for the bank with the same items from the same ``actor``
+    (the writer's member id; ``None`` for auth off / internal calls) returns the first job
+    and ``created=False``; other items, or the same key sent by another member, raise
+    ``Rejected`` (409 ``idempotency_key_reused``) — a member never receives, nor silently
+    replaces its write with, another member's job.
     """
     banks.ensure(conn, bank_id)
     payload = [i.model_dump(mode="json") for i in items]
-    digest = hashlib.sha256(json.dumps(payload, sort_keys=True, separators=(",", ":"))
+    hashed: object = payload if actor is None else {"actor": actor, "items": payload}
+    digest = hashlib.sha256(json.dumps(hashed, sort_keys=True, separators=(",", ":"))
                             .encode("utf-8")).hexdigest()
     return jobs.create(conn, bank_id, RETAIN_JOB, payload, {"items": len(items)},
                        idempotency_key, request_hash=digest)

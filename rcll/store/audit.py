@@ -5,8 +5,9 @@ member/key/grant changes, tunnels, forget); never by recall or read.
 Actions are dotted names, ``<object>.<verb>``: ``member.create``, ``member.update``,
 ``member.disable``, ``key.issue``, ``key.revoke``, ``grant.set``, ``grant.revoke``,
 ``unit.remember``, ``unit.derive``, ``unit.correct``, ``unit.supersede``, ``unit.forget``,
-``tunnel.create``, ``tunnel.delete``, ``bank.delete`` … (free text; a caller picks one and
-documents it). ``details`` never holds a secret (API keys, key hashes).
+``tunnel.create``, ``tunnel.delete``, ``bank.delete``, ``unit.feedback``, ``entity.merge``,
+``entity.split``, ``entity.proposal_reject``, ``dedup.scan``, ``dedup.decide``,
+``closets.create`` … (free text; a caller picks one and documents it). ``details`` never holds a secret (API keys, key hashes).
 """
 
 from __future__ import annotations

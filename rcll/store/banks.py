@@ -26,17 +26,25 @@ def get(conn: Connection, bank_id: str) -> dict:
 
 
 def list_page(conn: Connection, limit: int = 50, offset: int = 0,
-              only: Collection[str] | None = None) -> tuple[list[dict], int]:
+              only: Collection[str] | None = None,
+              visible: tuple[str, dict] = ("TRUE", {})) -> tuple[list[dict], int]:
     """One page of banks with their unit counts, newest first (ties broken by id, so pages
     never overlap); ``(rows, total banks)``. ``only``: just these bank ids (the banks a
-    caller holds a grant on); ``None`` = every bank."""
-    clause, params = ("WHERE b.id = ANY(%s)", [list(only)]) if only is not None else ("", [])
+    caller holds a grant on); ``None`` = every bank. ``visible``: ``(sql, params)`` on alias
+    ``u`` (:func:`rcll.access.visibility.grants_filter`) — unless ``"TRUE"``, ``units``
+    counts only live, not forgotten units the caller may see (another member's private
+    units are not even counted)."""
+    clause = "WHERE b.id = ANY(%(only)s)" if only is not None else ""
+    vis = "TRUE" if visible[0] == "TRUE" else f"u.forgotten_at IS NULL AND {visible[0]}"
+    params = {"only": list(only) if only is not None else None, "l": limit, "o": offset,
+              **visible[1]}
     rows = conn.execute(
         f"""SELECT b.id, b.name, b.config, b.created_at,
-                  (SELECT count(*) FROM memory_units u WHERE u.bank_id = b.id) AS units
-           FROM memory_banks b {clause} ORDER BY b.created_at DESC, b.id DESC LIMIT %s OFFSET %s""",
-        (*params, limit, offset)).fetchall()
-    total = conn.execute(f"SELECT count(*) AS n FROM memory_banks b {clause}", params).fetchone()["n"]
+                  (SELECT count(*) FROM memory_units u WHERE u.bank_id = b.id AND {vis}) AS units
+           FROM memory_banks b {clause} ORDER BY b.created_at DESC, b.id DESC
+           LIMIT %(l)s OFFSET %(o)s""", params).fetchall()
+    total = conn.execute(f"SELECT count(*) AS n FROM memory_banks b {clause}",
+                         params).fetchone()["n"]
     return rows, total
 
 

@@ -75,11 +75,20 @@ def set_embedding(conn: Connection, job_id: str) -> int:
 
 
 def list_page(conn: Connection, bank_id: str, room: str | None, hall: str | None,
-              limit: int, offset: int) -> tuple[list[dict], int]:
-    """One page of a bank's closets, newest first, with source ids; ``(rows, total)``."""
+              limit: int, offset: int,
+              visible: tuple[str, dict] = ("TRUE", {})) -> tuple[list[dict], int]:
+    """One page of a bank's closets, newest first, with source ids; ``(rows, total)``.
+    ``visible``: ``(sql, params)`` on alias ``vu`` (memory_units,
+    :func:`rcll.access.visibility.unit_filter`) — unless ``"TRUE"``, only closets whose
+    summary unit it passes (live, not forgotten) are listed: a summary is the text of its
+    sources, shown only to callers who may recall it."""
     where = ("bank_id = %(b)s AND (%(room)s::text IS NULL OR room = %(room)s) "
              "AND (%(hall)s::text IS NULL OR hall = %(hall)s)")
-    params = {"b": bank_id, "room": room, "hall": hall, "limit": limit, "offset": offset}
+    if visible[0] != "TRUE":
+        where += (f" AND EXISTS (SELECT 1 FROM memory_units vu WHERE vu.id = closets.unit_id "
+                  f"AND vu.forgotten_at IS NULL AND {visible[0]})")
+    params = {"b": bank_id, "room": room, "hall": hall, "limit": limit, "offset": offset,
+              **visible[1]}
     rows = conn.execute(
         f"""SELECT {COLUMNS}, embedding IS NOT NULL AS embedded FROM closets WHERE {where}
             ORDER BY created_at DESC, id DESC LIMIT %(limit)s OFFSET %(offset)s""",

@@ -18,7 +18,6 @@ from psycopg import Connection
 from rcll.errors import BankNotFound, InvalidInput, NotFound, Rejected
 from rcll.search.scope import CallerScope
 from rcll.store import links
-from rcll.store.visibility import unit_visible
 
 STATES = ("open", "merged", "kept")
 ACTIONS = ("merge", "keep")
@@ -141,17 +140,14 @@ _FROM = """dedup_proposals p JOIN memory_units a ON a.id = p.unit_a
 
 
 def list_page(conn: Connection, bank_id: str, state: str | None = None, limit: int = 50,
-              offset: int = 0, see: dict | None = None) -> tuple[list[dict], int]:
+              offset: int = 0,
+              visible: tuple[str, dict] = ("TRUE", {})) -> tuple[list[dict], int]:
     """One page of a bank's proposals, highest cosine first (ties by id, so pages never
-    overlap), optionally in one ``state``; with ``see`` (the keyword arguments of
-    :func:`rcll.store.visibility.unit_visible`) only proposals whose two units the caller
-    sees; ``(rows as :func:`to_json`, total matching)``."""
-    where, params = "p.bank_id = %(bank_id)s", {"bank_id": bank_id, "preview": TEXT_PREVIEW}
-    if see is not None:
-        cond_a, vis = unit_visible("a", **see)
-        cond_b, _ = unit_visible("b", **see)
-        where += f" AND {cond_a} AND {cond_b}"
-        params |= vis
+    overlap), optionally in one ``state``; ``(rows as :func:`to_json`, total matching)``.
+    ``visible``: ``(sql, params)`` on aliases ``a`` and ``b`` (the pair's units) — only
+    proposals whose two units the caller sees (:func:`pair_filter`)."""
+    where = f"p.bank_id = %(bank_id)s AND {visible[0]}"
+    params = {"bank_id": bank_id, "preview": TEXT_PREVIEW, **visible[1]}
     if state:
         where += " AND p.state = %(state)s"
         params["state"] = state
@@ -164,12 +160,23 @@ def list_page(conn: Connection, bank_id: str, state: str | None = None, limit: i
     return [to_json(r) for r in rows], total
 
 
-def get(conn: Connection, bank_id: str, proposal_id: str) -> dict:
-    """One proposal as :func:`to_json`. Raises :class:`ProposalNotFound` (400
-    ``invalid_request`` for a malformed id)."""
+def pair_filter(unit_filter) -> tuple[str, dict]:
+    """``visible`` for :func:`list_page`/:func:`get` from ``unit_filter(alias, prefix)`` →
+    ``(sql, params)`` (e.g. ``functools.partial(rcll.access.visibility.unit_filter,
+    principal, bank_id)``): both units of the pair must pass."""
+    a_sql, a_params = unit_filter(alias="a", prefix="va")
+    b_sql, b_params = unit_filter(alias="b", prefix="vb")
+    return f"({a_sql}) AND ({b_sql})", {**a_params, **b_params}
+
+
+def get(conn: Connection, bank_id: str, proposal_id: str,
+        visible: tuple[str, dict] = ("TRUE", {})) -> dict:
+    """One proposal as :func:`to_json`. Raises :class:`ProposalNotFound` (also one whose
+    units ``visible`` refuses; 400 ``invalid_request`` for a malformed id)."""
     pid = _uuid(proposal_id, "proposal_id")
-    row = conn.execute(f"SELECT {_COLUMNS} FROM {_FROM} WHERE p.id = %(id)s AND p.bank_id = %(b)s",
-                       {"id": pid, "b": bank_id, "preview": TEXT_PREVIEW}).fetchone()
+    row = conn.execute(f"SELECT {_COLUMNS} FROM {_FROM} WHERE p.id = %(id)s AND p.bank_id = %(b)s"
+                       f" AND {visible[0]}",
+                       {"id": pid, "b": bank_id, "preview": TEXT_PREVIEW, **visible[1]}).fetchone()
     if row is None:
         raise ProposalNotFound(f"dedup proposal {proposal_id} does not exist",
                                {"proposal_id": proposal_id, "bank_id": bank_id})
@@ -190,7 +197,8 @@ def to_json(row: dict) -> dict:
 
 
 def decide(conn: Connection, bank_id: str, proposal_id: str, action: str,
-           keep_unit_id: str | None = None, decided_by: str | None = None) -> dict:
+           keep_unit_id: str | None = None, decided_by: str | None = None,
+           visible: tuple[str, dict] = ("TRUE", {})) -> dict:
     """Decide an open proposal, in one transaction; returns it as :func:`to_json`.
 
     ``keep``: state ``kept`` (both units stay). ``merge``: the unit not kept gets
@@ -203,6 +211,7 @@ def decide(conn: Connection, bank_id: str, proposal_id: str, action: str,
     action or a ``keep_unit_id`` outside the pair; :class:`~rcll.errors.Rejected` 409
     ``dedup_proposal_decided`` (details: the current state) when it was decided already,
     409 ``dedup_unit_not_live`` when a unit of the pair was superseded or invalidated since.
+    ``visible`` (as :func:`get`): a proposal whose units the caller does not see is not found.
     """
     if action not in ACTIONS:
         raise InvalidInput(f"action must be one of {', '.join(ACTIONS)}",
@@ -210,6 +219,7 @@ def decide(conn: Connection, bank_id: str, proposal_id: str, action: str,
     pid = _uuid(proposal_id, "proposal_id")
     with conn.transaction():
         lock_bank(conn, bank_id)
+        get(conn, bank_id, pid, visible)  # not found unless the caller sees both units
         p = conn.execute("""SELECT id, unit_a, unit_b, state, decided_by, decided_at
                             FROM dedup_proposals WHERE id = %s AND bank_id = %s FOR UPDATE""",
                          (pid, bank_id)).fetchone()

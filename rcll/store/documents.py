@@ -2,11 +2,11 @@
 reads: documents, memories list, tags, stats) and the two bulk deletes (one document, every
 memory of a bank).
 
-Visibility: ``member`` ``None`` sees every unit (auth off, deployment admin, internal);
-otherwise only units whose audience is ``'bank'`` or that member (spec §7) are listed or
-counted; the readers also take ``purposes`` (the caller's granted purposes on the bank;
-``None``: every purpose) and then count only units carrying one of them. Forgotten units
-(tombstones) are never listed or counted.
+Visibility: the readers take ``visible``, ``(sql, params)`` on alias ``u`` — the caller's
+rule, :func:`rcll.access.visibility.unit_filter` (audience ``'bank'`` or the member, and a
+purpose granted on the bank); the default ``("TRUE", {})`` sees every unit (auth off,
+internal). Forgotten units (tombstones) are never listed or counted. :func:`delete` takes
+``member`` (``None``: may delete every unit).
 """
 
 from __future__ import annotations
@@ -22,19 +22,14 @@ class DocumentNotFound(NotFound):
     code = "document_not_found"
 
 
-def _vis(member: str | None, alias: str = "u",
-         purposes: Sequence[str] | None = None) -> tuple[str, dict]:
-    """``(sql, params)``: the units of ``alias`` this member may see, tombstones excluded;
-    with ``purposes``, only units carrying one of them (the caller's granted purposes)."""
-    sql = f"{alias}.forgotten_at IS NULL"
-    params: dict = {}
-    if member is not None:
-        sql += f" AND ({alias}.audience = 'bank' OR {alias}.audience = %(member)s)"
-        params["member"] = member
-    if purposes is not None:
-        sql += f" AND {alias}.purposes && %(vis_purposes)s::text[]"
-        params["vis_purposes"] = list(purposes)
-    return sql, params
+Visible = tuple[str, dict]  # (sql on alias ``u``, params): rcll.access.visibility.unit_filter
+ALL_VISIBLE: Visible = ("TRUE", {})
+
+
+def _vis(visible: Visible) -> tuple[str, dict]:
+    """``(sql, params)``: the units of alias ``u`` that ``visible`` passes, tombstones
+    excluded."""
+    return f"u.forgotten_at IS NULL AND {visible[0]}", dict(visible[1])
 
 
 def _iso(v):
@@ -44,15 +39,14 @@ def _iso(v):
 # -- documents ---------------------------------------------------------------------------
 
 def list_page(conn: Connection, bank_id: str, limit: int, offset: int, *,
-              member: str | None = None,
-        purposes: Sequence[str] | None = None, q: str | None = None,
+              visible: Visible = ALL_VISIBLE, q: str | None = None,
               tags: Sequence[str] | None = None) -> tuple[list[dict], int]:
-    """One page of the bank's documents holding at least one unit the member sees, newest
+    """One page of the bank's documents holding at least one unit the caller sees, newest
     first (ties by id): ``[{"id" (the caller's document id), "bank_id", "content_hash",
     "created_at", "updated_at", "memory_unit_count" (live units), "text_length",
     "document_metadata", "tags", "revision"}]`` and the total. ``q``: document ids
     containing it (case-insensitive); ``tags``: documents holding any of them."""
-    vis, params = _vis(member, purposes=purposes)
+    vis, params = _vis(visible)
     params.update({"bank": bank_id, "limit": limit, "offset": offset})
     where = ["d.bank_id = %(bank)s",
              f"EXISTS (SELECT 1 FROM memory_units u WHERE u.document_id = d.id AND {vis})"]
@@ -88,13 +82,13 @@ def _doc(bank_id: str, r: dict) -> dict:
             "revision": r["revision"]}
 
 
-def get(conn: Connection, bank_id: str, document_id: str, *, member: str | None = None,
-        purposes: Sequence[str] | None = None) -> dict:
+def get(conn: Connection, bank_id: str, document_id: str, *,
+        visible: Visible = ALL_VISIBLE) -> dict:
     """One document: the fields of :func:`list_page` plus ``original_text`` (the text of its
     live version: its live chunks in order, joined by a blank line) and
     ``nodes_by_fact_type`` (live units per kind). Raises :class:`DocumentNotFound` when the
-    bank has no such document or the member sees none of its units."""
-    vis, params = _vis(member, purposes=purposes)
+    bank has no such document or the caller sees none of its units."""
+    vis, params = _vis(visible)
     params.update({"bank": bank_id, "doc": document_id})
     r = conn.execute(
         f"""SELECT d.id AS pk, d.document_id, d.content_hash, d.created_at, d.updated_at,
@@ -177,13 +171,12 @@ def clear_bank(conn: Connection, bank_id: str, kinds: Sequence[str] | None = Non
 # -- memories, tags, stats ---------------------------------------------------------------
 
 def list_units(conn: Connection, bank_id: str, limit: int, offset: int, *,
-               member: str | None = None,
-        purposes: Sequence[str] | None = None, kinds: Sequence[str] | None = None,
+               visible: Visible = ALL_VISIBLE, kinds: Sequence[str] | None = None,
                q: str | None = None, document_id: str | None = None,
                tags: Sequence[str] | None = None, tags_match: str = "any",
                entity_id: str | None = None, state: str | None = None
                ) -> tuple[list[dict], int]:
-    """One page of the bank's units the member sees, newest first (ties by id), with the
+    """One page of the bank's units the caller sees, newest first (ties by id), with the
     total. Filters: ``kinds``; ``q`` (text contains, case-insensitive); ``document_id`` (the
     caller's id); ``tags`` (any of them); ``state`` ``valid`` (default: live units) or
     ``invalidated`` (superseded or invalidated ones); ``tags`` with ``tags_match`` as
@@ -192,7 +185,7 @@ def list_units(conn: Connection, bank_id: str, limit: int, offset: int, *,
     hall, layer, document_id, chunk_id, tags, metadata, occurred_start/end, mentioned_at,
     created_at, invalidated_reason, superseded_by_id, audience, purposes, revision,
     entity_names."""
-    vis, params = _vis(member, purposes=purposes)
+    vis, params = _vis(visible)
     params.update({"bank": bank_id, "limit": limit, "offset": offset})
     where = ["u.bank_id = %(bank)s", vis]
     if state == "invalidated":
@@ -241,12 +234,11 @@ def list_units(conn: Connection, bank_id: str, limit: int, offset: int, *,
 
 
 def tags(conn: Connection, bank_id: str, limit: int, offset: int, *,
-         member: str | None = None,
-        purposes: Sequence[str] | None = None, q: str | None = None) -> tuple[list[dict], int]:
-    """The tags on the bank's live units the member sees, with how many units carry each,
+         visible: Visible = ALL_VISIBLE, q: str | None = None) -> tuple[list[dict], int]:
+    """The tags on the bank's live units the caller sees, with how many units carry each,
     most used first (ties by tag): ``[{"tag", "count"}]`` and the number of distinct tags.
     ``q``: tags starting with it (case-insensitive; ``*`` is a wildcard)."""
-    vis, params = _vis(member, purposes=purposes)
+    vis, params = _vis(visible)
     params.update({"bank": bank_id, "limit": limit, "offset": offset})
     tag_where = ""
     if q:
@@ -264,12 +256,11 @@ def tags(conn: Connection, bank_id: str, limit: int, offset: int, *,
     return [{"tag": r["tag"], "count": int(r["count"])} for r in rows], total
 
 
-def stats(conn: Connection, bank_id: str, *, member: str | None = None,
-        purposes: Sequence[str] | None = None) -> dict:
-    """Counts of the bank for the member: ``units`` (live), ``units_by_kind``, ``links``
-    (from a live unit the member sees), ``links_by_type``, ``documents`` (holding a unit the
-    member sees), ``operations_by_state`` (every job of the bank), ``last_write_at``."""
-    vis, params = _vis(member, purposes=purposes)
+def stats(conn: Connection, bank_id: str, *, visible: Visible = ALL_VISIBLE) -> dict:
+    """Counts of the bank for the caller: ``units`` (live), ``units_by_kind``, ``links``
+    (from a live unit the caller sees), ``links_by_type``, ``documents`` (holding a unit the
+    caller sees), ``operations_by_state`` (every job of the bank), ``last_write_at``."""
+    vis, params = _vis(visible)
     params["bank"] = bank_id
     live = f"u.bank_id = %(bank)s AND {vis} AND u.superseded_by_id IS NULL " \
            "AND u.invalidated_reason IS NULL"

@@ -19,7 +19,6 @@ from psycopg.types.json import Jsonb
 from rcll.entities.extractor import normalize
 from rcll.entities.resolution import PROPOSE_SIMILARITY, SHORT_NAME, decide, similarity
 from rcll.errors import NotFound, Rejected
-from rcll.store.visibility import unit_visible
 
 # First key of the two-key advisory lock taken per bank by the entities stage ("ent").
 ENTITY_LOCK_CLASS = 0x656E74
@@ -216,39 +215,45 @@ def public(row: Mapping) -> dict:
     return out
 
 
-def _mentioned(see: dict | None) -> tuple[str, dict]:
-    """``(sql, params)`` of "mention ``ue`` is in a unit the caller sees" (``see``: the
-    keyword arguments of :func:`rcll.store.visibility.unit_visible`; ``None``: every
-    mention)."""
-    if see is None:
-        return "TRUE", {}
-    cond, params = unit_visible("vu", **see)
-    return (f"EXISTS (SELECT 1 FROM memory_units vu WHERE vu.id = ue.unit_id AND {cond})",
-            params)
+
+Visible = tuple[str, dict]  # (sql on alias ``vu`` (memory_units), params): rcll.access.visibility
+ALL_VISIBLE: Visible = ("TRUE", {})
+
+
+def _count_sql(entity_expr: str, visible: Visible) -> str:
+    """SQL counting the mentions of ``entity_expr`` in units ``visible`` passes."""
+    if visible[0] == "TRUE":
+        return f"(SELECT count(*) FROM unit_entities ue WHERE ue.entity_id = {entity_expr})"
+    return (f"(SELECT count(*) FROM unit_entities ue JOIN memory_units vu ON vu.id = ue.unit_id "
+            f"WHERE ue.entity_id = {entity_expr} AND vu.forgotten_at IS NULL AND {visible[0]})")
+
+
+def _shown_sql(entity_expr: str, visible: Visible) -> str:
+    """SQL: the entity is shown at all — always for the unrestricted caller, else only when
+    a unit the caller sees mentions it (an entity known only from invisible units stays
+    hidden: its name is their text)."""
+    if visible[0] == "TRUE":
+        return "TRUE"
+    return f"{_count_sql(entity_expr, visible)} > 0"
 
 
 def list_page(conn: Connection, bank_id: str, limit: int, offset: int, q: str | None = None,
-              include_merged: bool = False, see: dict | None = None) -> tuple[list[dict], int]:
+              include_merged: bool = False,
+              visible: Visible = ALL_VISIBLE) -> tuple[list[dict], int]:
     """One page of a bank's entities with their mention counts, most mentioned first (ties by
     name, id); ``q`` keeps names or aliases containing it (normalized, case-insensitive).
-    Merged-away entities are left out unless ``include_merged``. With ``see`` (the keyword
-    arguments of :func:`rcll.store.visibility.unit_visible`) only mentions in units the
-    caller sees count, and an entity with none is left out. ``(rows, total)``."""
-    where = ["e.bank_id = %(b)s"]
+    Merged-away entities are left out unless ``include_merged``. ``visible``: only entities
+    and mentions in units it passes count (:func:`_shown_sql`). ``(rows, total)``."""
+    where = ["e.bank_id = %(b)s", _shown_sql("e.id", visible)]
     if not include_merged:
         where.append("e.merged_into_id IS NULL")
-    mentioned, vis = _mentioned(see)
-    params: dict = {"b": bank_id, "limit": limit, "offset": offset, **vis}
-    if see is not None:
-        where.append(f"EXISTS (SELECT 1 FROM unit_entities ue WHERE ue.entity_id = e.id "
-                     f"AND {mentioned})")
+    params: dict = {"b": bank_id, "limit": limit, "offset": offset, **visible[1]}
     if q:
         params["q"] = "%" + normalize_query(q) + "%"
         where.append("(e.normalized LIKE %(q)s OR array_to_string(e.aliases, ' ') LIKE %(q)s)")
     clause = " AND ".join(where)
     rows = conn.execute(
-        f"""SELECT e.*, (SELECT count(*) FROM unit_entities ue WHERE ue.entity_id = e.id
-                         AND {mentioned}) AS mentions
+        f"""SELECT e.*, {_count_sql("e.id", visible)} AS mentions
             FROM entities e WHERE {clause}
             ORDER BY mentions DESC, e.name, e.id LIMIT %(limit)s OFFSET %(offset)s""",
         params).fetchall()
@@ -262,18 +267,16 @@ def normalize_query(q: str) -> str:
     return norm.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-def get(conn: Connection, bank_id: str, entity_id: str, see: dict | None = None) -> dict:
-    """The entity row with its mention count (with ``see``, as :func:`list_page`: only
-    mentions in units the caller sees; an entity with none is not found). Raises
-    :class:`EntityNotFound` (also for a malformed id or another bank's entity)."""
-    mentioned, vis = _mentioned(see)
+def get(conn: Connection, bank_id: str, entity_id: str,
+        visible: Visible = ALL_VISIBLE) -> dict:
+    """The entity row with its mention count (mentions in units ``visible`` passes). Raises
+    :class:`EntityNotFound` (also for a malformed id, another bank's entity, or one no
+    visible unit mentions)."""
     row = conn.execute(
-        f"""SELECT e.*, (SELECT count(*) FROM unit_entities ue WHERE ue.entity_id = e.id
-                         AND {mentioned}) AS mentions
-           FROM entities e WHERE e.id = %(id)s AND e.bank_id = %(b)s""",
-        {"id": _uuid(entity_id), "b": bank_id, **vis}).fetchone()
-    if row is not None and see is not None and row["mentions"] == 0:
-        row = None
+        f"""SELECT e.*, {_count_sql("e.id", visible)} AS mentions
+           FROM entities e WHERE e.id = %(id)s AND e.bank_id = %(b)s
+             AND {_shown_sql("e.id", visible)}""",
+        {"id": _uuid(entity_id), "b": bank_id, **visible[1]}).fetchone()
     if row is None:
         raise EntityNotFound(f"entity {entity_id} does not exist in bank {bank_id!r}",
                              {"entity_id": entity_id, "bank_id": bank_id})
@@ -281,16 +284,16 @@ def get(conn: Connection, bank_id: str, entity_id: str, see: dict | None = None)
 
 
 def mentions(conn: Connection, entity_id: str, limit: int, offset: int,
-             see: dict | None = None) -> list[dict]:
-    """Mentions of an entity, newest first: ``{unit_id, text, mention, source, kind,
-    mentioned_at}``; with ``see`` (as :func:`list_page`) only in units the caller sees."""
-    cond, vis = ("TRUE", {}) if see is None else unit_visible("u", **see)
+             visible: Visible = ALL_VISIBLE) -> list[dict]:
+    """Mentions of an entity in units ``visible`` passes, newest first: ``{unit_id, text,
+    mention, source, kind, mentioned_at}``."""
+    vis = "TRUE" if visible[0] == "TRUE" else f"vu.forgotten_at IS NULL AND {visible[0]}"
     rows = conn.execute(
-        f"""SELECT ue.unit_id, u.text, ue.mention, ue.source, u.kind, u.mentioned_at
-           FROM unit_entities ue JOIN memory_units u ON u.id = ue.unit_id
-           WHERE ue.entity_id = %(e)s AND {cond}
-           ORDER BY ue.seq DESC LIMIT %(l)s OFFSET %(o)s""",
-        {"e": entity_id, "l": limit, "o": offset, **vis}).fetchall()
+        f"""SELECT ue.unit_id, vu.text, ue.mention, ue.source, vu.kind, vu.mentioned_at
+           FROM unit_entities ue JOIN memory_units vu ON vu.id = ue.unit_id
+           WHERE ue.entity_id = %(e)s AND {vis} ORDER BY ue.seq DESC
+           LIMIT %(l)s OFFSET %(o)s""",
+        {"e": entity_id, "l": limit, "o": offset, **visible[1]}).fetchall()
     return [{"unit_id": str(r["unit_id"]), "text": r["text"], "mention": r["mention"],
              "source": r["source"], "kind": r["kind"],
              "mentioned_at": r["mentioned_at"].isoformat() if r["mentioned_at"] else None}
@@ -298,34 +301,39 @@ def mentions(conn: Connection, entity_id: str, limit: int, offset: int,
 
 
 def linked(conn: Connection, entity_id: str, limit: int = 20,
-           see: dict | None = None) -> list[dict]:
-    """Entities co-mentioned with this one (in the same units), most shared units first:
-    ``{id, name, entity_type, shared_units}``; with ``see`` (as :func:`list_page`) only
-    units the caller sees count."""
-    cond, vis = ("TRUE", {}) if see is None else unit_visible("u", **see)
+           visible: Visible = ALL_VISIBLE) -> list[dict]:
+    """Entities co-mentioned with this one (in the same units ``visible`` passes), most
+    shared units first: ``{id, name, entity_type, shared_units}``."""
+    vis = ("TRUE" if visible[0] == "TRUE" else
+           f"""EXISTS (SELECT 1 FROM memory_units vu WHERE vu.id = a.unit_id
+                       AND vu.forgotten_at IS NULL AND {visible[0]})""")
     rows = conn.execute(
         f"""SELECT e.id, e.name, e.entity_type, count(*) AS shared
            FROM unit_entities a JOIN unit_entities b ON b.unit_id = a.unit_id
-           JOIN entities e ON e.id = b.entity_id JOIN memory_units u ON u.id = a.unit_id
-           WHERE a.entity_id = %(e)s AND b.entity_id <> a.entity_id AND {cond}
+           JOIN entities e ON e.id = b.entity_id
+           WHERE a.entity_id = %(e)s AND b.entity_id <> a.entity_id AND {vis}
            GROUP BY e.id, e.name, e.entity_type ORDER BY shared DESC, e.name LIMIT %(l)s""",
-        {"e": entity_id, "l": limit, **vis}).fetchall()
+        {"e": entity_id, "l": limit, **visible[1]}).fetchall()
     return [{"id": str(r["id"]), "name": r["name"], "entity_type": r["entity_type"],
              "shared_units": int(r["shared"])} for r in rows]
 
 
 def proposals_page(conn: Connection, bank_id: str, state: str | None, limit: int,
-                   offset: int) -> tuple[list[dict], int]:
+                   offset: int, visible: Visible = ALL_VISIBLE) -> tuple[list[dict], int]:
     """One page of entity-merge proposals, newest first, optionally in one ``state``:
     ``{id, entity_a, entity_b ({id, name, mention_count}), score, reason, state, decided_by,
-    decided_at, created_at}``; ``(rows, total)``."""
-    where, params = "p.bank_id = %(b)s", {"b": bank_id, "s": state, "l": limit, "o": offset}
+    decided_at, created_at}``; ``(rows, total)``. ``visible``: only proposals whose two
+    entities a visible unit mentions, counts over visible units."""
+    where, params = "p.bank_id = %(b)s", {"b": bank_id, "s": state, "l": limit, "o": offset,
+                                         **visible[1]}
     if state:
         where += " AND p.state = %(s)s"
+    where += (f" AND {_shown_sql('p.entity_a', visible)}"
+              f" AND {_shown_sql('p.entity_b', visible)}")
     rows = conn.execute(
         f"""SELECT p.*, a.name AS a_name, b.name AS b_name,
-                   (SELECT count(*) FROM unit_entities WHERE entity_id = a.id) AS a_n,
-                   (SELECT count(*) FROM unit_entities WHERE entity_id = b.id) AS b_n
+                   {_count_sql("a.id", visible)} AS a_n,
+                   {_count_sql("b.id", visible)} AS b_n
             FROM entity_merge_proposals p JOIN entities a ON a.id = p.entity_a
             JOIN entities b ON b.id = p.entity_b
             WHERE {where} ORDER BY p.created_at DESC, p.id DESC LIMIT %(l)s OFFSET %(o)s""",

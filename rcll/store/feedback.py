@@ -41,15 +41,18 @@ def parse_outcome(value) -> str:
     return value
 
 
-def record(conn: Connection, bank_id: str, unit_id: str, outcome: str) -> dict:
+def record(conn: Connection, bank_id: str, unit_id: str, outcome: str, *,
+           visible: tuple[str, dict] = ("TRUE", {})) -> dict:
     """Add one ``outcome`` to unit ``unit_id`` of bank ``bank_id``, atomically (``INSERT … ON
     CONFLICT DO UPDATE``: concurrent calls each count once).
 
     Returns ``{"unit_id", "success", "failure", "worth"}`` (counts after this outcome; worth
     as in :func:`worth`). Raises :class:`~rcll.store.memories.UnitNotFound` when the unit does
     not exist in this bank (a unit of another bank is not found either), ``InvalidInput`` for
-    a malformed id (``invalid_unit_id``) or outcome (``invalid_outcome``). Run inside a
-    transaction; the caller checks the bank exists.
+    a malformed id (``invalid_unit_id``) or outcome (``invalid_outcome``). ``visible``:
+    ``(sql, params)`` on alias ``m`` (:func:`rcll.access.visibility.unit_filter`); a unit it
+    refuses is not found either (no existence oracle). Run inside a transaction; the caller
+    checks the bank exists.
     """
     uid = parse_unit_id(unit_id)
     outcome = parse_outcome(outcome)
@@ -59,15 +62,16 @@ def record(conn: Connection, bank_id: str, unit_id: str, outcome: str) -> dict:
     try:
         with conn.transaction():
             row = conn.execute(
-                """WITH u AS (SELECT id, bank_id FROM memory_units
-                              WHERE id = %(u)s AND bank_id = %(b)s FOR KEY SHARE)
+                f"""WITH u AS (SELECT m.id, m.bank_id FROM memory_units m
+                              WHERE m.id = %(u)s AND m.bank_id = %(b)s AND {visible[0]}
+                              FOR KEY SHARE)
                    INSERT INTO unit_feedback AS fb (unit_id, bank_id, success, failure)
                    SELECT u.id, u.bank_id, %(s)s, %(f)s FROM u
                    ON CONFLICT (unit_id) DO UPDATE
                      SET success = fb.success + EXCLUDED.success,
                          failure = fb.failure + EXCLUDED.failure, updated_at = now()
                    RETURNING fb.success, fb.failure""",
-                {"u": uid, "b": bank_id, "s": s, "f": f}).fetchone()
+                {"u": uid, "b": bank_id, "s": s, "f": f, **visible[1]}).fetchone()
     except ForeignKeyViolation:  # the bank row went away under us
         row = None
     if row is None:

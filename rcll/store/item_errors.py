@@ -24,16 +24,23 @@ def add(conn: Connection, job_id: str, stage: str, error: str, *, item_index: in
          "error": error[:4000], "raw": raw_reply}).fetchone() is not None
 
 
-def list_for_job(conn: Connection, job_id: str, limit: int = 20) -> tuple[list[dict], int]:
+def list_for_job(conn: Connection, job_id: str, limit: int = 20,
+                 visible: tuple[str, dict] = ("TRUE", {})) -> tuple[list[dict], int]:
     """The first ``limit`` item errors of a job (oldest first), raw replies cut to
     :data:`RAW_REPLY_SHOWN` characters (``raw_reply_chars`` gives the full length), and the
-    total count."""
+    total count. ``visible``: ``(sql, params)`` on alias ``vu`` (memory_units,
+    :func:`rcll.access.visibility.unit_filter`) — unless ``"TRUE"``, a raw reply (the LLM's
+    words about the item's text) is shown only when the error's unit passes it; otherwise
+    ``raw_reply`` is null (``raw_reply_chars`` stays)."""
+    shown = ("left(e.raw_reply, %(n)s)" if visible[0] == "TRUE" else
+             f"""CASE WHEN EXISTS (SELECT 1 FROM memory_units vu WHERE vu.id = e.unit_id
+                                   AND vu.forgotten_at IS NULL AND {visible[0]})
+                      THEN left(e.raw_reply, %(n)s) END""")
     rows = conn.execute(
-        """SELECT stage, item_index, unit_id::text AS unit_id, error,
-                  left(raw_reply, %s) AS raw_reply, length(raw_reply) AS raw_reply_chars,
-                  created_at
-           FROM job_item_errors WHERE job_id = %s ORDER BY id LIMIT %s""",
-        (RAW_REPLY_SHOWN, job_id, limit)).fetchall()
+        f"""SELECT e.stage, e.item_index, e.unit_id::text AS unit_id, e.error,
+                  {shown} AS raw_reply, length(e.raw_reply) AS raw_reply_chars, e.created_at
+           FROM job_item_errors e WHERE e.job_id = %(j)s ORDER BY e.id LIMIT %(l)s""",
+        {"n": RAW_REPLY_SHOWN, "j": job_id, "l": limit, **visible[1]}).fetchall()
     total = conn.execute("SELECT count(*) AS n FROM job_item_errors WHERE job_id = %s",
                          (job_id,)).fetchone()["n"]
     return rows, total

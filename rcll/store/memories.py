@@ -3,7 +3,6 @@ detail with provenance and links"). Read-only; every query is keyed by the unit 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from uuid import UUID
 
 from psycopg import Connection
@@ -32,8 +31,8 @@ def _iso(v):
     return v.isoformat() if v is not None else None
 
 
-def get(conn: Connection, bank_id: str, unit_id: str, *, member_id: str | None = None,
-        all_audiences: bool = True, purposes: Sequence[str] | None = None) -> dict:
+def get(conn: Connection, bank_id: str, unit_id: str, *,
+        visible: tuple[str, dict] = ("TRUE", {})) -> dict:
     """The unit ``unit_id`` of ``bank_id`` as the API shows it.
 
     Shape: the fields recall renders (id, text, kind, room, hall, layer, context,
@@ -45,10 +44,10 @@ def get(conn: Connection, bank_id: str, unit_id: str, *, member_id: str | None =
     a replaced document), ``entities`` (``{"id", "name", "mention"}``) and ``sources`` (the units it is
     ``derived_from``: id, text, kind, document_id), ``audience``, ``purposes`` and
     ``forgotten_at`` (the tombstone of ``forget``; ``forgotten`` true). A superseded or
-    invalidated unit is still returned (history is readable). With ``all_audiences`` false,
-    links and sources to units whose audience is another member than ``member_id`` are left
-    out; with ``purposes`` given, so are links and sources to units sharing none of them
-    (the unit itself is checked by the caller). Raises :class:`UnitNotFound` (also when the unit
+    invalidated unit is still returned (history is readable). ``visible``: ``(sql, params)``
+    on alias ``o`` (:func:`rcll.access.visibility.unit_filter` with alias ``o``) — links and
+    sources to units it refuses are left out (the unit itself is checked by the caller).
+    Raises :class:`UnitNotFound` (also when the unit
     belongs to another bank) and ``InvalidInput`` for a malformed id.
     """
     uid = parse_unit_id(unit_id)
@@ -63,9 +62,7 @@ def get(conn: Connection, bank_id: str, unit_id: str, *, member_id: str | None =
     if u is None:
         raise UnitNotFound(f"unit {uid} does not exist in bank {bank_id!r}",
                            {"unit_id": uid, "bank_id": bank_id})
-    seen = "TRUE" if all_audiences else "(o.audience = 'bank' OR o.audience = %(m)s)"
-    if purposes is not None:
-        seen += " AND o.purposes && %(p)s::text[]"
+    seen, vparams = visible
     links = conn.execute(
         f"""SELECT 'out' AS direction, l.type, l.weight, l.to_unit AS other,
                   left(o.text, %(n)s) AS text,
@@ -78,8 +75,7 @@ def get(conn: Connection, bank_id: str, unit_id: str, *, member_id: str | None =
            FROM memory_links l JOIN memory_units o ON o.id = l.from_unit
            WHERE l.to_unit = %(u)s AND {seen}
            ORDER BY 1 DESC, 2, 3 DESC, 4""",
-        {"u": uid, "n": SHORT_TEXT, "m": member_id or "",
-         "p": list(purposes or ())}).fetchall()
+        {"u": uid, "n": SHORT_TEXT, **vparams}).fetchall()
     entities = conn.execute(
         """SELECT e.id, e.name, ue.mention FROM unit_entities ue
            JOIN entities e ON e.id = ue.entity_id WHERE ue.unit_id = %s
@@ -89,8 +85,7 @@ def get(conn: Connection, bank_id: str, unit_id: str, *, member_id: str | None =
            JOIN memory_units o ON o.id = l.to_unit
            LEFT JOIN documents d ON d.id = o.document_id
            WHERE l.from_unit = %(u)s AND l.type = 'derived_from' AND {seen}
-           ORDER BY o.created_at, o.id""",
-        {"u": uid, "m": member_id or "", "p": list(purposes or ())}).fetchall()
+           ORDER BY o.created_at, o.id""", {"u": uid, **vparams}).fetchall()
     return {
         "id": str(u["id"]), "text": u["text"], "kind": u["kind"], "room": u["room"],
         "hall": u["hall"], "layer": u["layer"], "context": u["context"],

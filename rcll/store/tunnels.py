@@ -62,14 +62,16 @@ def get(conn: Connection, tunnel_id: str, lock: bool = False) -> dict | None:
 
 
 def list_for_bank(conn: Connection, bank_id: str, *, readable_banks: list[str] | None,
-                  member_id: str | None, all_audiences: bool, limit: int = 50,
-                  offset: int = 0) -> tuple[list[dict], int]:
+                  visible: tuple[tuple[str, dict], tuple[str, dict]] = (("TRUE", {}),
+                                                                         ("TRUE", {})),
+                  limit: int = 50, offset: int = 0) -> tuple[list[dict], int]:
     """One page of the tunnels touching ``bank_id`` (as source or target) whose two ends
     the caller may see, oldest first (ties by id); ``(rows, total)``.
 
     Visible means: the other end's bank is in ``readable_banks`` (``None``: every bank — a
-    deployment admin), and both end units are live for the caller — not forgotten, and (unless
-    ``all_audiences``) of audience ``bank`` or ``member_id``. Each row adds ``source_text``
+    deployment admin), and both end units are live for the caller — not forgotten, and passed
+    by ``visible``: ``(sql, params)`` on alias ``s`` (source unit) and on alias ``d`` (target
+    unit), :func:`rcll.access.visibility.grants_filter`. Each row adds ``source_text``
     and ``target_text``: the first :data:`SHORT_TEXT` characters of each end."""
     cond = ["(t.source_bank_id = %(bank)s OR t.target_bank_id = %(bank)s)",
             "s.forgotten_at IS NULL", "d.forgotten_at IS NULL"]
@@ -78,9 +80,9 @@ def list_for_bank(conn: Connection, bank_id: str, *, readable_banks: list[str] |
         cond.append("""(CASE WHEN t.source_bank_id = %(bank)s THEN t.target_bank_id
                              ELSE t.source_bank_id END) = ANY(%(readable)s)""")
         params["readable"] = list(readable_banks)
-    if not all_audiences:
-        cond.append("s.audience IN ('bank', %(member)s) AND d.audience IN ('bank', %(member)s)")
-        params["member"] = member_id or ""
+    for sql, vparams in visible:
+        cond.append(f"({sql})")
+        params.update(vparams)
     where = " AND ".join(cond)
     base = """FROM tunnels t JOIN memory_units s ON s.id = t.source_unit_id
               JOIN memory_units d ON d.id = t.target_unit_id"""

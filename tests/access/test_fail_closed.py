@@ -11,8 +11,9 @@ from api.auth import LEVELS, declared_role
 
 from .conftest import bearer
 
-PUBLIC = {"health.healthz", "health.readyz", "metrics.metrics", "hindsight.version",
-          "hindsight.health", "openapi.openapi_json", "openapi.docs_page", "openapi.docs_asset"}
+PUBLIC = {"health.healthz", "health.readyz", "metrics.metrics",
+          "hindsight.version", "hindsight.health",  # Hindsight's GET /version, /health
+          "openapi.openapi_json", "openapi.docs_page", "openapi.docs_asset"}
 
 
 def concrete(rule) -> str:

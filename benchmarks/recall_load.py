@@ -1,0 +1,265 @@
+"""Recall under concurrency: QPS, p50 and p95 at 1, 4 and 16 clients, API process models
+side by side in the same run, during an ingest.
+
+    cd <checkout> && HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/recall_load.py \
+        --data ../shared/data/locomo [--conversations 3] [--clients 1,4,16] [--duration 20] \
+        [--rounds 2] [--variants before,after] [--out benchmarks/results/recall_load.json]
+
+Starts its own stack (PostgreSQL, Redis, one Celery worker with this checkout's defaults;
+state in ``--state-dir``), ingests the first ``--conversations`` LoCoMo conversations (a
+bank each; kept between runs, ``--fresh`` re-ingests), then starts one API per variant on
+its own port, all running at once:
+
+- ``before``: the branch point's code (``git archive`` of ``--base``) as ``rcll serve``
+  ran it: gunicorn 1 worker x 4 threads, torch's default threads (one per core);
+- ``after``: this checkout with its defaults (``RCLL_API_WORKERS`` x ``RCLL_API_THREADS``,
+  ``RCLL_TORCH_THREADS``);
+- ``wWxTtK`` (e.g. ``w2x4t1``): this checkout, W gunicorn workers x T threads, torch K
+  threads (0 = default); suffix ``b`` (``w2x4t1b``) turns on query micro-batching
+  (``RCLL_QUERY_BATCH_WAIT_MS=2``).
+
+Every API runs with ``RCLL_QUERY_CACHE_SIZE=0`` (each request embeds its query, as a
+fleet asking new questions does) and the deployment's default recipe. While measuring, a
+background thread keeps re-ingesting one conversation into a scratch bank through the API
+(``--no-ingest`` turns it off), so the worker competes for the cores as in the issue.
+
+For each client count, for each variant in turn (order alternating), ``N`` client threads
+post LoCoMo questions of the ingested banks back to back for ``--duration`` seconds;
+QPS = answered / seconds, p50/p95 of wall ms per request. Errors are counted and printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import random
+import re
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.ingest_throughput import THREAD_VARS, base_tree  # noqa: E402
+
+
+def parse_variant(name: str, tree: Path, defaults) -> dict:
+    """``{"name", "tree", "workers", "threads", "torch", "batch"}`` for a variant name."""
+    if name == "before":
+        return {"name": name, "tree": tree, "workers": 1, "threads": 4, "torch": 0,
+                "batch": False}
+    if name == "after":
+        return {"name": name, "tree": ROOT, "workers": defaults.api_workers,
+                "threads": defaults.api_threads, "torch": defaults.torch_threads,
+                "batch": defaults.query_batch_wait_ms > 0}
+    m = re.fullmatch(r"w(\d+)x(\d+)t(\d+)(b?)", name)
+    if not m:
+        raise SystemExit(f"unknown variant {name!r}: before, after or wWxTtK[b]")
+    return {"name": name, "tree": ROOT, "workers": int(m[1]), "threads": int(m[2]),
+            "torch": int(m[3]), "batch": bool(m[4])}
+
+
+def start_api(s, v: dict, port: int) -> None:
+    """Start the variant's gunicorn on ``port`` and wait for /healthz."""
+    from rcll.dev import processes, stack
+
+    run_dir = s.run_dir.resolve()
+    name = f"api-{v['name']}"
+    processes.stop(run_dir, name)
+    env = {k: val for k, val in stack.child_env(s).items() if k not in THREAD_VARS}
+    env.update({"PYTHONPATH": str(v["tree"]), "RCLL_AUTH": "off", "RCLL_API_PORT": str(port),
+                "RCLL_QUERY_CACHE_SIZE": "0", "RCLL_TORCH_THREADS": str(v["torch"]),
+                "RCLL_QUERY_BATCH_WAIT_MS": "2" if v["batch"] else "0"})
+    cmd = [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}",
+           "--workers", str(v["workers"]), "--threads", str(v["threads"]),
+           "--timeout", "300", "api.app:create_app()"]
+    processes.start(run_dir, name, cmd, env=env, cwd=v["tree"])
+    stack.wait_http(f"http://127.0.0.1:{port}/healthz", 180,
+                    lambda: processes.running_pid(run_dir, name) is not None)
+
+
+def load(url: str, questions: list, clients: int, duration_s: float) -> dict:
+    """``clients`` threads posting questions back to back for ``duration_s``; the figures."""
+    lat: list[float] = []
+    errors = [0]
+    lock = threading.Lock()
+    pool = itertools.cycle(questions)
+    stop_at = time.perf_counter() + duration_s
+
+    def client() -> None:
+        with httpx.Client(timeout=120) as http:
+            while time.perf_counter() < stop_at:
+                with lock:
+                    q = next(pool)
+                t = time.perf_counter()
+                try:
+                    r = http.post(f"{url}/v1/default/banks/{q.bank_id}/memories/recall",
+                                  json={"query": q.query, "limit": 50})
+                    ok = r.status_code == 200
+                except httpx.HTTPError:
+                    ok = False
+                ms = (time.perf_counter() - t) * 1000
+                with lock:
+                    if ok:
+                        lat.append(ms)
+                    else:
+                        errors[0] += 1
+
+    t0 = time.perf_counter()
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    seconds = time.perf_counter() - t0
+    lat.sort()
+
+    def pct(p: float) -> float:
+        return lat[min(len(lat) - 1, int(p * len(lat)))] if lat else float("nan")
+
+    return {"answered": len(lat), "errors": errors[0], "seconds": seconds,
+            "qps": len(lat) / seconds, "p50_ms": pct(0.50), "p95_ms": pct(0.95),
+            "mean_ms": statistics.fmean(lat) if lat else float("nan")}
+
+
+def background_ingest(s, items: list[dict], stop: threading.Event, done: list) -> None:
+    """Re-ingest ``items`` into a scratch bank, again and again, until ``stop``."""
+    from rcll.client import RCLLClient
+
+    with RCLLClient(s.base_url, timeout=300) as client:
+        n = 0
+        while not stop.is_set():
+            bank = f"load-ingest-{n % 2}"
+            client.delete_bank(bank)
+            ops = [(bank, str(client.retain(bank, items[i:i + 200], async_=True)
+                              ["operation_id"])) for i in range(0, len(items), 200)]
+            while not stop.is_set():
+                states = [client.operation(b, o)["status"] for b, o in ops]
+                if all(st in ("succeeded", "partial", "failed") for st in states):
+                    done.append(len(items))
+                    break
+                time.sleep(0.5)
+            n += 1
+
+
+def main() -> None:
+    from rcll.client import RCLLClient
+    from rcll.config import Settings
+    from rcll.dev import processes, stack
+    from rcll.eval.datasets import load_locomo
+    from rcll.eval.runner import ingest
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "locomo"))
+    ap.add_argument("--conversations", type=int, default=3)
+    ap.add_argument("--clients", default="1,4,16")
+    ap.add_argument("--duration", type=float, default=20.0, help="seconds per measurement")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--variants", default="before,after")
+    ap.add_argument("--base", default=None,
+                    help="the commit 'before' runs (default: git merge-base HEAD main)")
+    ap.add_argument("--no-ingest", action="store_true", help="no ingest while measuring")
+    ap.add_argument("--fresh", action="store_true", help="re-ingest the recall banks")
+    ap.add_argument("--state-dir", default=str(ROOT / ".rcll-bench" / "recall-load"))
+    ap.add_argument("--pg-port", type=int, default=54381)
+    ap.add_argument("--redis-port", type=int, default=6421)
+    ap.add_argument("--api-port", type=int, default=8831, help="the ingest API; variants +1..")
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+
+    defaults = Settings()
+    s = Settings(state_dir=Path(args.state_dir), pg_port=args.pg_port,
+                 redis_url=f"redis://127.0.0.1:{args.redis_port}/0", api_port=args.api_port,
+                 max_items_per_request=1000)
+    s.run_dir.mkdir(parents=True, exist_ok=True)
+    base = args.base or subprocess.run(["git", "merge-base", "HEAD", "main"], cwd=ROOT,
+                                       check=True, text=True, capture_output=True).stdout.strip()
+    tree = base_tree(Path(args.state_dir), base)
+    variants = [parse_variant(v.strip(), tree, defaults) for v in args.variants.split(",")]
+    levels = [int(c) for c in args.clients.split(",")]
+    ds = load_locomo(Path(args.data), bank_prefix="load-")
+    ds.banks = dict(list(ds.banks.items())[:args.conversations])
+    questions = [q for q in ds.questions if q.bank_id in ds.banks]
+    random.Random(7).shuffle(questions)
+    scratch = list(load_locomo(Path(args.data)).banks.values())[-1]
+    results: list[dict] = []
+    stop = threading.Event()
+    ingested: list[int] = []
+    try:
+        stack.up(s, worker=True, log=lambda *_: None)
+        with RCLLClient(s.base_url, timeout=300) as client:
+            have = {b["bank_id"] if "bank_id" in b else b.get("id")
+                    for b in client._request("GET", "/v1/default/banks?limit=1000")
+                    .json()["banks"]}
+            if args.fresh or not set(ds.banks) <= have:
+                for b in ds.banks:
+                    client.delete_bank(b)
+                st = ingest(client, ds, progress=False)
+                print(f"ingested {st['units']:,} units ({st['units_per_s']:.1f}/s)", flush=True)
+        ports = {}
+        for i, v in enumerate(variants, 1):
+            ports[v["name"]] = args.api_port + i
+            start_api(s, v, ports[v["name"]])
+        for v in variants:  # every worker process loads its models before timing
+            load(f"http://127.0.0.1:{ports[v['name']]}", questions[:50], 4 * v["workers"], 8)
+        print(f"{len(questions)} questions over {len(ds.banks)} banks; variants "
+              + ", ".join(f"{v['name']} = {v['workers']} workers x {v['threads']} threads, "
+                          f"torch {v['torch'] or 'default'}"
+                          f"{', query batching' if v['batch'] else ''}" for v in variants)
+              + f"; {'with' if not args.no_ingest else 'without'} ingest", flush=True)
+        if not args.no_ingest:
+            threading.Thread(target=background_ingest, args=(s, scratch, stop, ingested),
+                             daemon=True).start()
+            time.sleep(5)
+        offset = 0
+        for r in range(1, args.rounds + 1):
+            for c in levels:
+                order = variants if (r + levels.index(c)) % 2 else variants[::-1]
+                for v in order:
+                    qs = questions[offset:] + questions[:offset]
+                    offset = (offset + 97) % len(questions)
+                    res = load(f"http://127.0.0.1:{ports[v['name']]}", qs, c, args.duration)
+                    res.update({"variant": v["name"], "round": r, "clients": c,
+                                "load_avg": os.getloadavg()[0]})
+                    results.append(res)
+                    print(f"  round {r} {c:2d} clients {v['name']:9s}: {res['qps']:6.2f} QPS, "
+                          f"p50 {res['p50_ms']:7.1f} ms, p95 {res['p95_ms']:7.1f} ms, "
+                          f"{res['answered']} answered, {res['errors']} errors "
+                          f"(load {res['load_avg']:.1f})", flush=True)
+    finally:
+        stop.set()
+        run_dir = s.run_dir.resolve()
+        for v in variants:
+            processes.stop(run_dir, f"api-{v['name']}")
+        stack.down(s, log=lambda *_: None)
+    print(f"\nmedian over rounds (ingest ran {'no' if args.no_ingest else len(ingested)} "
+          "full passes meanwhile):")
+    print("| clients | " + " | ".join(f"{v['name']} QPS | p50 ms | p95 ms" for v in variants)
+          + " |")
+    print("|---|" + "---|---|---|" * len(variants))
+    table = {}
+    for c in levels:
+        row = []
+        for v in variants:
+            mine = [x for x in results if x["variant"] == v["name"] and x["clients"] == c]
+            m = {k: statistics.median(x[k] for x in mine) for k in ("qps", "p50_ms", "p95_ms")}
+            m["qps_range"] = [min(x["qps"] for x in mine), max(x["qps"] for x in mine)]
+            table.setdefault(str(c), {})[v["name"]] = m
+            row.append(f"{m['qps']:.2f} | {m['p50_ms']:.0f} | {m['p95_ms']:.0f}")
+        print(f"| {c} | " + " | ".join(row) + " |")
+    if args.out:
+        Path(args.out).write_text(json.dumps(
+            {"runs": results, "table": table, "variants": variants, "args": vars(args),
+             "when": time.strftime("%Y-%m-%d %H:%M:%S")}, indent=2, default=str) + "\n")
+
+
+if __name__ == "__main__":
+    main()

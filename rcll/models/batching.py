@@ -1,0 +1,91 @@
+"""Micro-batching of concurrent one-text embeddings (recall queries) into one forward pass.
+
+A process serving recalls on several threads embeds one query per request; the embedder
+runs one forward pass at a time, so concurrent queries queue behind each other. With
+:class:`QueryBatcher` the first query to arrive waits ``wait_s`` for others, then embeds all
+that queued (up to ``max_batch``) in one pass and hands each its row; queries that arrive
+meanwhile form the next batch, led by the first of them. Calls with several texts (the
+write path) go straight to the embedder. Results are identical to single calls up to float
+rounding (the same model on the same texts).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+
+
+class _Slot:
+    __slots__ = ("text", "done", "lead", "vector", "error")
+
+    def __init__(self, text: str):
+        self.text = text
+        self.done = threading.Event()
+        self.lead = False
+        self.vector: np.ndarray | None = None
+        self.error: BaseException | None = None
+
+
+class QueryBatcher:
+    """Wraps an embedder (``embed(list[str]) -> float32 (n, dim)``, ``model_name``, ``dim``)
+    with the same interface. ``wait_s``: how long a batch's leader waits for company;
+    ``max_batch``: most texts per pass. ``batches``/``texts`` count what was embedded.
+    Raises what the wrapped embedder raises, in every caller of the failed batch."""
+
+    def __init__(self, inner, wait_s: float = 0.002, max_batch: int = 32):
+        self.inner = inner
+        self.model_name = inner.model_name
+        self.dim = inner.dim
+        self.wait_s = wait_s
+        self.max_batch = max_batch
+        self._queue: list[_Slot] = []
+        self._leading = False
+        self._lock = threading.Lock()
+        self.batches = self.texts = 0
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if len(texts) != 1:
+            return self.inner.embed(texts)
+        slot = _Slot(texts[0])
+        with self._lock:
+            self._queue.append(slot)
+            if not self._leading:
+                self._leading = slot.lead = True
+        if not slot.lead:
+            slot.done.wait()
+            if not slot.lead:  # served by a leader (else promoted: lead the next batch)
+                return self._result(slot)
+        time.sleep(self.wait_s)
+        self._run_batch()
+        return self._result(slot)
+
+    def _run_batch(self) -> None:
+        with self._lock:
+            batch, self._queue = self._queue[:self.max_batch], self._queue[self.max_batch:]
+        try:
+            vectors = self.inner.embed([s.text for s in batch])
+            for s, v in zip(batch, vectors, strict=True):
+                s.vector = v
+        except BaseException as exc:  # every caller of this batch sees the failure
+            for s in batch:
+                s.error = exc
+        self.batches += 1
+        self.texts += len(batch)
+        with self._lock:  # hand the lead to the first one waiting, or give it up
+            nxt = self._queue[0] if self._queue else None
+            if nxt is None:
+                self._leading = False
+            else:
+                nxt.lead = True
+        for s in batch:
+            s.done.set()
+        if nxt is not None:
+            nxt.done.set()
+
+    @staticmethod
+    def _result(slot: _Slot) -> np.ndarray:
+        if slot.error is not None:
+            raise slot.error
+        return slot.vector[None, :]
