@@ -8,13 +8,13 @@ from collections.abc import Callable
 
 from flask import Flask
 
-from api import auth, errors
+from api import auth, errors, openapi
 from api import metrics as api_metrics
 from api.routes import access, banks, closets, dedup, feedback, health, memories, operations, recall, retain
 from api.routes import context as context_routes
 from api.routes import entities as entity_routes
-from api.routes import hindsight as hindsight_routes
 from api.routes import files as file_routes
+from api.routes import hindsight as hindsight_routes
 from api.routes import tunnels as tunnel_routes
 from api.routes import units as unit_routes
 from rcll.access import deployment
@@ -66,6 +66,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     app.register_blueprint(tunnel_routes.bp)
     app.register_blueprint(hindsight_routes.bp)
     app.register_blueprint(file_routes.bp)
+    app.register_blueprint(openapi.bp)  # /openapi.json and /docs (README "OpenAPI")
     # Load the embedder, then the reranker (checking its scoring head), in the background so
     # the first recall does not pay for them and /readyz reports the reranker from start-up.
     threading.Thread(target=lambda: (svc.embedder.get(), svc.reranker.load()),

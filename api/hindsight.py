@@ -191,7 +191,7 @@ def recall_body(body: dict) -> tuple[dict, list[str], float | None]:
             body.setdefault("kinds", kinds_for(types))
     budget = body.pop("budget", None)
     if budget is not None:
-        if budget not in BUDGET:
+        if not isinstance(budget, str) or budget not in BUDGET:  # a list was a 500
             raise APIError(400, "invalid_request", "budget must be low, mid or high",
                            {"field": "budget"})
         for k, v in BUDGET[budget].items():
@@ -296,7 +296,11 @@ def bank_update(body: dict) -> tuple[str | None, dict]:
                 raise APIError(400, "invalid_request", f"{key} must be text (≤ 10,000 chars)",
                                {"field": key})
             cfg[key] = value
-    traits = dict(body.pop("disposition", None) or {})
+    traits = body.pop("disposition", None) or {}
+    if not isinstance(traits, dict):  # a list or a string here was a 500 (schemathesis)
+        raise APIError(400, "invalid_request", "disposition must be an object of traits",
+                       {"field": "disposition"})
+    traits = dict(traits)
     for t in DEFAULT_DISPOSITION:
         if f"disposition_{t}" in body:
             traits[t] = body.pop(f"disposition_{t}")
@@ -369,40 +373,8 @@ class BankConfigResponse(_Open):
     overrides: dict[str, Any]
 
 
-class RetainResponse(_Open):
-    success: bool
-    bank_id: str
-    items_count: int
-    async_: bool = Field(alias="async")
-    operation_id: str | None = None
-
-
-class RecallScores(_Open):
-    final: float
-    reranker: float | None = None
-    semantic: float | None = None
-    keyword: float | None = None
-
-
-class RecallResult(_Open):
-    id: str
-    text: str
-    type: str | None = None
-    entities: list[str] | None = None
-    context: str | None = None
-    occurred_start: str | None = None
-    occurred_end: str | None = None
-    mentioned_at: str | None = None
-    document_id: str | None = None
-    metadata: dict[str, Any] | None = None
-    chunk_id: str | None = None
-    tags: list[str] | None = None
-    scores: RecallScores | None = None
-
-
-class RecallResponse(_Open):
-    results: list[RecallResult]
-    trace: dict[str, Any] | None = None
+# retain's and recall's answers: rcll.api_types (RetainAnswer, RecallAnswer; the client
+# returns them too)
 
 
 class OperationResponse(_Open):

@@ -16,6 +16,7 @@ from flask import Blueprint, Flask, Response, current_app, g, request
 
 from api.auth import bearer_key, requires
 from api.deps import services
+from api.openapi import doc
 from rcll.errors import Forbidden
 from rcll.telemetry import exposition
 from rcll.telemetry.collectors import ScrapeCollector
@@ -58,7 +59,10 @@ def _collector() -> ScrapeCollector:
 
 @bp.get("/metrics")
 @requires("public")
+@doc({200: None}, content_type="text/plain", errors={401: ["missing_api_key", "invalid_api_key"],
+    403: ["forbidden"]})
 def metrics():
+    """Prometheus text exposition of every API process and the scrape-time samples."""
     svc = services()
     if not svc.settings.metrics_public and svc.settings.auth:
         key = bearer_key()

@@ -15,6 +15,22 @@ from urllib.parse import quote
 
 import httpx
 
+from rcll.api_types import (
+    BridgeAnswer,
+    DeletedBank,
+    DeletedTunnel,
+    FilesAnswer,
+    ForgetAnswer,
+    Operation,
+    OperationDetail,
+    RecallAnswer,
+    RetainAnswer,
+    SupersedeAnswer,
+    Tunnel,
+    TunnelsPage,
+    Unit,
+)
+
 TERMINAL_STATES = frozenset({"succeeded", "failed", "partial"})
 
 
@@ -52,6 +68,20 @@ def _error_from(response: httpx.Response) -> RCLLHTTPError:
         else:
             message = str(body)[:500]
     return RCLLHTTPError(response.status_code, code, message or response.reason_phrase, details)
+
+
+def route(method: str, path: str) -> Callable:
+    """Mark a client method with the API route it calls (``method``, OpenAPI ``path``), so a
+    test can hold the client to the OpenAPI document (``tests/api/test_openapi.py``)."""
+
+    def mark(fn: Callable) -> Callable:
+        fn._rcll_route = (method, path)  # type: ignore[attr-defined]
+        return fn
+
+    return mark
+
+
+BANK = "/v1/default/banks/{bank_id}"
 
 
 def _seg(value: str) -> str:
@@ -104,15 +134,17 @@ class RCLLClient:
         return f"/v1/default/banks/{_seg(bank_id)}"
 
     # -- write path ---------------------------------------------------------------------
-    def retain(self, bank_id: str, items: list[dict], async_: bool = True) -> dict:
+    @route("POST", BANK + "/memories")
+    def retain(self, bank_id: str, items: list[dict], async_: bool = True) -> RetainAnswer:
         """Retain a batch of items into a bank.
 
         ``items``: ``[{"content": str, "timestamp": ISO 8601 str | None, "context": str,
         "metadata": dict, "document_id": str}, ...]``.
 
         POST ``/v1/default/banks/{bank_id}/memories`` with ``{"items", "async"}``. With
-        ``async_=True`` the server answers 202 with ``{"success": true, "bank_id",
-        "items_count", "async": true, "operation_id", "status": "queued"}``; pass the
+        ``async_=True`` the server answers 200 (Hindsight's route) with ``{"success": true,
+        "bank_id", "items_count", "async": true, "operation_id", "state": "queued", "status":
+        "pending", "operation"}`` (:class:`rcll.api_types.RetainAnswer`); pass the
         ``operation_id`` to :meth:`operation` or :meth:`wait`.
         """
         response = self._request(
@@ -120,8 +152,9 @@ class RCLLClient:
         )
         return response.json()
 
+    @route("POST", BANK + "/files/retain")
     def retain_files(self, bank_id: str, files: list[tuple[str, bytes]],
-                     files_metadata: list[dict] | None = None) -> dict:
+                     files_metadata: list[dict] | None = None) -> FilesAnswer:
         """Retain document files (PDF, DOCX, PPTX, XLSX, HTML, EPUB, text, Markdown).
 
         ``files``: ``[(file name, bytes), ...]``; ``files_metadata``: one dict per file
@@ -144,40 +177,47 @@ class RCLLClient:
         base = f"{self._bank(bank_id)}/units"
         return base if unit_id is None else f"{base}/{_seg(unit_id)}"
 
-    def read_unit(self, bank_id: str, unit_id: str, purpose: str | None = None) -> dict:
+    @route("GET", BANK + "/units/{unit_id}")
+    def read_unit(self, bank_id: str, unit_id: str, purpose: str | None = None) -> Unit:
         """GET ``…/units/{unit_id}`` → the unit with ``revision``, ``audience``,
         ``purposes``, ``links``, ``entities``, ``sources`` (404 ``unit_not_found``)."""
         params = {"purpose": purpose} if purpose else None
         return self._request("GET", self._unit(bank_id, unit_id), params=params).json()
 
-    def remember(self, bank_id: str, unit: dict) -> dict:
+    @route("POST", BANK + "/units")
+    def remember(self, bank_id: str, unit: dict) -> Unit:
         """POST ``…/units`` with ``{text, kind, context, room, hall, layer, audience,
         purposes, occurred_start, occurred_end, mentioned_at, metadata, tags, confidence}``
         (``text`` required) → 201 the stored unit."""
         return self._request("POST", self._unit(bank_id), json=unit).json()
 
-    def derive(self, bank_id: str, source_ids: list[str], unit: dict) -> dict:
+    @route("POST", BANK + "/units/derive")
+    def derive(self, bank_id: str, source_ids: list[str], unit: dict) -> Unit:
         """POST ``…/units/derive`` → 201 the derived unit (409 ``empty_intersection``)."""
         return self._request("POST", f"{self._unit(bank_id)}/derive",
                              json={**unit, "source_ids": list(source_ids)}).json()
 
-    def correct(self, bank_id: str, unit_id: str, revision: int, changes: dict) -> dict:
+    @route("PATCH", BANK + "/units/{unit_id}")
+    def correct(self, bank_id: str, unit_id: str, revision: int, changes: dict) -> Unit:
         """PATCH ``…/units/{unit_id}`` with ``{revision, …changes}`` → the unit at
         ``revision + 1`` (409 ``revision_conflict``, details ``current_revision``)."""
         return self._request("PATCH", self._unit(bank_id, unit_id),
                              json={**changes, "revision": revision}).json()
 
-    def supersede(self, bank_id: str, unit_id: str, revision: int, unit: dict) -> dict:
+    @route("POST", BANK + "/units/{unit_id}/supersede")
+    def supersede(self, bank_id: str, unit_id: str, revision: int, unit: dict) -> SupersedeAnswer:
         """POST ``…/units/{unit_id}/supersede`` → 201 ``{superseded, unit}``."""
         return self._request("POST", f"{self._unit(bank_id, unit_id)}/supersede",
                              json={**unit, "revision": revision}).json()
 
-    def forget(self, bank_id: str, unit_id: str, reason: str | None = None) -> dict:
+    @route("DELETE", BANK + "/units/{unit_id}")
+    def forget(self, bank_id: str, unit_id: str, reason: str | None = None) -> ForgetAnswer:
         """DELETE ``…/units/{unit_id}`` → ``{unit_id, forgotten_at}`` (idempotent)."""
         body = {"reason": reason} if reason is not None else None
         return self._request("DELETE", self._unit(bank_id, unit_id), json=body).json()
 
-    def operation(self, bank_id: str, operation_id: str) -> dict:
+    @route("GET", BANK + "/operations/{operation_id}")
+    def operation(self, bank_id: str, operation_id: str) -> OperationDetail:
         """State of one retain operation (job).
 
         GET ``/v1/default/banks/{bank_id}/operations/{operation_id}`` →
@@ -196,7 +236,7 @@ class RCLLClient:
         timeout_s: float = 3600,
         on_progress: Callable[[int, int], None] | None = None,
         on_update: Callable[[dict[str, dict]], None] | None = None,
-    ) -> list[dict]:
+    ) -> list[OperationDetail]:
         """Poll operations of one bank until each is terminal (succeeded, failed or partial).
 
         Returns the final operation dicts in the order of ``operation_ids``; failed or partial
@@ -218,7 +258,7 @@ class RCLLClient:
         timeout_s: float = 3600,
         on_progress: Callable[[int, int], None] | None = None,
         on_update: Callable[[dict[str, dict]], None] | None = None,
-    ) -> list[dict]:
+    ) -> list[OperationDetail]:
         """Like :meth:`wait` for operations spread over several banks.
 
         ``pairs`` is ``[(bank_id, operation_id), ...]``; returns the final operation dicts in
@@ -226,9 +266,12 @@ class RCLLClient:
         """
         return self._wait_pairs(list(pairs), poll_s, timeout_s, on_progress, on_update)
 
-    def _wait_pairs(self, pairs, poll_s, timeout_s, on_progress, on_update) -> list[dict]:
+    def _wait_pairs(self, pairs: list[tuple[str, str]], poll_s: float, timeout_s: float,
+                    on_progress: Callable[[int, int], None] | None,
+                    on_update: Callable[[dict[str, dict]], None] | None
+                    ) -> list[OperationDetail]:
         deadline = time.monotonic() + timeout_s
-        latest: dict[str, dict] = {}
+        latest: dict[str, OperationDetail] = {}
         pending = list(dict.fromkeys(pairs))
         total = len(pending)
         while True:
@@ -261,6 +304,7 @@ class RCLLClient:
             time.sleep(poll_s)
 
     # -- read path ----------------------------------------------------------------------
+    @route("POST", BANK + "/memories/recall")
     def recall(
         self,
         bank_id: str,
@@ -278,7 +322,7 @@ class RCLLClient:
         tiers: list[str] | None = None,
         context_tokens_left: int | None = None,
         follow_tunnels: bool | None = None,
-    ) -> dict:
+    ) -> RecallAnswer:
         """Recall the units of a bank relevant to ``query``, ranked and cut to ``max_tokens``.
 
         POST ``/v1/default/banks/{bank_id}/memories/recall`` with the arguments as JSON
@@ -312,17 +356,21 @@ class RCLLClient:
         return self._request("POST", f"{self._bank(bank_id)}/memories/recall", json=body).json()
 
     # -- banks and jobs -----------------------------------------------------------------
-    def delete_bank(self, bank_id: str) -> None:
-        """Delete a bank and everything in it. A missing bank (404) is not an error."""
+    @route("DELETE", BANK)
+    def delete_bank(self, bank_id: str) -> DeletedBank | None:
+        """Delete a bank and everything in it → ``{success, bank_id, message}``; a missing
+        bank (404) is not an error: ``None``."""
         try:
-            self._request("DELETE", self._bank(bank_id))
+            return self._request("DELETE", self._bank(bank_id)).json()
         except RCLLHTTPError as exc:
             if exc.status != 404:
                 raise
+            return None
 
+    @route("GET", "/jobs")
     def jobs(
         self, bank_id: str | None = None, state: str | None = None, limit: int = 50
-    ) -> list[dict]:
+    ) -> list[Operation]:
         """List jobs (operations), newest first as the server orders them.
 
         GET ``/jobs?bank_id=&state=&limit=`` → ``{"jobs": [operation dict, ...]}``; returns the
@@ -333,8 +381,9 @@ class RCLLClient:
         return self._request("GET", "/jobs", params=params).json().get("jobs", [])
 
     # -- tunnels (spec §6) --------------------------------------------------------------
+    @route("POST", "/tunnels")
     def create_tunnel(self, source_unit_id: str, target_unit_id: str, *,
-                      relationship: str = "related", bidirectional: bool = True) -> dict:
+                      relationship: str = "related", bidirectional: bool = True) -> Tunnel:
         """Tunnel between two units of different banks. POST ``/tunnels`` → the tunnel
         ``{"id", "source_unit_id", "target_unit_id", "source_bank_id", "target_bank_id",
         "relationship", "bidirectional", "created_by", "created_at"}`` (201 new, 200 when an
@@ -344,24 +393,28 @@ class RCLLClient:
                 "relationship": relationship, "bidirectional": bidirectional}
         return self._request("POST", "/tunnels", json=body).json()
 
-    def tunnels(self, bank_id: str, limit: int = 50, offset: int = 0) -> dict:
+    @route("GET", "/tunnels")
+    def tunnels(self, bank_id: str, limit: int = 50, offset: int = 0) -> TunnelsPage:
         """Tunnels touching a bank that the caller may see. GET ``/tunnels?bank_id=`` →
         ``{"tunnels": [tunnel + "source_text", "target_text"], "limit", "offset", "total"}``."""
         params = {"bank_id": bank_id, "limit": limit, "offset": offset}
         return self._request("GET", "/tunnels", params=params).json()
 
-    def tunnel(self, tunnel_id: str) -> dict:
+    @route("GET", "/tunnels/{tunnel_id}")
+    def tunnel(self, tunnel_id: str) -> Tunnel:
         """One tunnel. GET ``/tunnels/{id}``; 404 ``tunnel_not_found``."""
         return self._request("GET", f"/tunnels/{_seg(tunnel_id)}").json()
 
-    def delete_tunnel(self, tunnel_id: str) -> dict:
+    @route("DELETE", "/tunnels/{tunnel_id}")
+    def delete_tunnel(self, tunnel_id: str) -> DeletedTunnel:
         """Delete a tunnel. DELETE ``/tunnels/{id}`` → ``{"deleted": tunnel}``."""
         return self._request("DELETE", f"/tunnels/{_seg(tunnel_id)}").json()
 
+    @route("POST", "/bridge")
     def bridge(self, *, source_unit_id: str | None = None, target_unit_id: str | None = None,
                source: tuple[str, str] | None = None, target: tuple[str, str] | None = None,
                relationship: str = "related", bidirectional: bool = True,
-               purpose: str | None = None) -> dict:
+               purpose: str | None = None) -> BridgeAnswer:
         """Create a tunnel from two unit ids, or from a query in each bank (``source`` and
         ``target`` as ``(bank_id, query)``: the top hit of each becomes an end). POST
         ``/bridge`` → ``{"tunnel", "created", "matched"}``; 404 ``no_match`` (details name

@@ -12,9 +12,11 @@ import uuid
 
 from flask import Blueprint, jsonify, request
 
+from api import contracts as C
 from api.auth import principal, requires
 from api.deps import json_body, services
 from api.errors import APIError
+from api.openapi import doc
 from api.paging import page_body, page_params
 from api.schemas import check_bank_id
 from rcll.store import audit
@@ -40,6 +42,8 @@ def _fields(body: dict, allowed: set[str], required: set[str] = frozenset()) -> 
 # --- members ------------------------------------------------------------------------------
 @bp.post("/members")
 @requires("admin")
+@doc({201: C.Member}, body=C.MemberCreate,
+    errors={409: ['member_exists'], 400: ['unknown_purpose', 'invalid_member_id', 'reserved_member_id']})
 def create_member():
     """``{member_id, name?, kind? (agent|person), is_admin?, default_purposes?}`` → 201 member."""
     body = json_body()
@@ -55,6 +59,7 @@ def create_member():
 
 @bp.get("/members")
 @requires("admin")
+@doc({200: C.MembersPage}, paged=True)
 def list_members():
     """One page of members, oldest first: ``?limit=&offset=``."""
     limit, offset = page_params()
@@ -64,6 +69,7 @@ def list_members():
 
 @bp.get("/members/<member_id>")
 @requires("member")
+@doc({200: C.Member}, errors={404: ['member_not_found']})
 def get_member(member_id: str):
     """The member and its grants (the member itself or a deployment admin)."""
     return jsonify(_access().get_member(principal(), member_id))
@@ -71,6 +77,7 @@ def get_member(member_id: str):
 
 @bp.patch("/members/<member_id>")
 @requires("admin")
+@doc({200: C.Member}, body=C.MemberUpdate, errors={404: ['member_not_found'], 400: ['unknown_purpose']})
 def update_member(member_id: str):
     """``{name?, kind?, is_admin?, default_purposes?, disabled?}`` → the member."""
     return jsonify(_access().update_member(principal(), member_id, json_body()))
@@ -78,6 +85,7 @@ def update_member(member_id: str):
 
 @bp.delete("/members/<member_id>")
 @requires("admin")
+@doc({200: C.Member}, errors={404: ['member_not_found']})
 def disable_member(member_id: str):
     """Disable (not delete): its keys stop working at once; keys, grants and units stay."""
     return jsonify(_access().disable_member(principal(), member_id))
@@ -86,6 +94,8 @@ def disable_member(member_id: str):
 # --- keys ---------------------------------------------------------------------------------
 @bp.post("/members/<member_id>/keys")
 @requires("admin")
+@doc({201: C.IssuedKey}, body=C.KeyCreate, body_required=False,
+    errors={404: ['member_not_found'], 409: ['member_disabled']})
 def issue_key(member_id: str):
     """``{label?}`` → 201 with ``key``: the only time the key is shown."""
     body = json_body() if request.get_data() else {}
@@ -95,6 +105,7 @@ def issue_key(member_id: str):
 
 @bp.get("/members/<member_id>/keys")
 @requires("member")
+@doc({200: C.KeysAnswer}, errors={404: ['member_not_found']})
 def list_keys(member_id: str):
     """The member's keys (prefix, label, times; never the key or its hash)."""
     return jsonify({"keys": _access().list_keys(principal(), member_id)})
@@ -102,6 +113,7 @@ def list_keys(member_id: str):
 
 @bp.delete("/keys/<key_id>")
 @requires("member")
+@doc({200: C.Open}, errors={404: ['key_not_found']})
 def revoke_key(key_id: str):
     """Revoke a key (deployment admin, or the key's own member); idempotent."""
     return jsonify(_access().revoke_key(principal(), key_id))
@@ -110,6 +122,7 @@ def revoke_key(key_id: str):
 # --- grants -------------------------------------------------------------------------------
 @bp.put("/banks/<bank_id>/grants/<member_id>")
 @requires("admin")
+@doc({200: C.Grant}, body=C.GrantSet, errors={400: ['unknown_purpose', 'invalid_role']})
 def set_grant(bank_id: str, member_id: str):
     """``{role: read|write|admin, purposes?}`` → the grant (created or replaced)."""
     check_bank_id(bank_id)
@@ -121,14 +134,18 @@ def set_grant(bank_id: str, member_id: str):
 
 @bp.get("/banks/<bank_id>/grants")
 @requires("admin")
+@doc({200: C.GrantsAnswer})
 def list_grants(bank_id: str):
+    """The bank's grants (member, role, purposes)."""
     check_bank_id(bank_id)
     return jsonify({"bank_id": bank_id, "grants": _access().list_grants(principal(), bank_id)})
 
 
 @bp.delete("/banks/<bank_id>/grants/<member_id>")
 @requires("admin")
+@doc({200: C.Open}, errors={404: ['member_not_found', 'grant_not_found']})
 def revoke_grant(bank_id: str, member_id: str):
+    """Revoke the member's grant on the bank; 404 ``grant_not_found``."""
     check_bank_id(bank_id)
     return jsonify(_access().revoke_grant(principal(), bank_id, member_id))
 
@@ -136,6 +153,7 @@ def revoke_grant(bank_id: str, member_id: str):
 # --- who am I, audit ----------------------------------------------------------------------
 @bp.get("/me")
 @requires("member")
+@doc({200: C.Open})
 def me():
     """The caller: member id, deployment admin or not, grants (bank, role, purposes)."""
     return jsonify(_access().whoami(principal()))
@@ -143,6 +161,7 @@ def me():
 
 @bp.get("/banks/<bank_id>/audit")
 @requires("admin")
+@doc({200: C.AuditPage}, query=C.AuditQuery, paged=True, errors={400: ['invalid_unit_id']})
 def bank_audit(bank_id: str):
     """The bank's audit entries, newest first: ``?action=&actor=&unit_id=&limit=&offset=``."""
     check_bank_id(bank_id)

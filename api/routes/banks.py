@@ -5,10 +5,13 @@ from __future__ import annotations
 from flask import Blueprint, jsonify
 
 from api import hindsight
+from api import hindsight as hs
 from api.auth import principal, requires
 from api.deps import services
+from api.openapi import doc
 from api.paging import page_body, page_params
 from api.schemas import check_bank_id
+from rcll import api_types as T
 from rcll.access.visibility import grants_filter
 from rcll.cascade import invalidation
 from rcll.store import audit, banks
@@ -18,6 +21,7 @@ bp = Blueprint("banks", __name__)
 
 @bp.get("/v1/default/banks")
 @requires("member")
+@doc({200: hs.BankListResponse}, paged=True)
 def list_banks():
     """One page of the banks the caller holds a grant on (every bank for a deployment
     admin), newest first: ``?limit=&offset=``."""
@@ -37,7 +41,9 @@ def list_banks():
 
 @bp.delete("/v1/default/banks/<bank_id>")
 @requires("admin")
+@doc({200: T.DeletedBank})
 def delete_bank(bank_id: str):
+    """Delete the bank and everything in it (units, vectors, documents, jobs, tier 1)."""
     check_bank_id(bank_id)
     svc = services()
     with svc.pool.connection() as conn:

@@ -7,9 +7,11 @@ import logging
 
 from flask import Blueprint, jsonify, request
 
+from api import contracts as C
 from api.auth import principal, requires
 from api.deps import enqueue, json_body, services
 from api.errors import APIError
+from api.openapi import doc
 from api.paging import page_body, page_params
 from api.schemas import check_bank_id
 from rcll.access.visibility import unit_filter
@@ -36,6 +38,8 @@ def _name(body: dict, field: str) -> str | None:
 
 @bp.post("/v1/default/banks/<bank_id>/closets")
 @requires("write")
+@doc({202: C.JobAccepted}, body=C.ClosetsBody, body_required=False,
+    errors={400: ['llm_not_configured'], 503: ['queue_unavailable']})
 def make_closets(bank_id: str):
     """Body (optional): ``{"room", "hall"}``. 202 ``{"operation_id", "status", "operation"}``;
     400 ``llm_not_configured`` in chunk mode; 404 ``bank_not_found``; 503
@@ -71,6 +75,7 @@ def make_closets(bank_id: str):
 
 @bp.get("/v1/default/banks/<bank_id>/closets")
 @requires("read")
+@doc({200: C.ClosetsPage}, query=C.RoomHallQuery, paged=True)
 def list_closets(bank_id: str):
     """One page of a bank's closets, newest first: ``?room=&hall=&limit=&offset=`` — only
     closets whose summary unit the caller may see (:mod:`rcll.access.visibility`)."""

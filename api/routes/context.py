@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from flask import Blueprint, jsonify, request
 
+from api import contracts as C
 from api.auth import principal, requires
 from api.deps import services
 from api.errors import APIError
+from api.openapi import doc
 from api.schemas import check_bank_id
 from rcll.search import session_context as sc
 
@@ -17,6 +19,7 @@ bp = Blueprint("context", __name__)
 
 @bp.get("/banks/<bank_id>/context")
 @requires("read")
+@doc({200: C.ContextAnswer}, query=C.ContextQuery, errors={400: ['unknown_purpose']})
 def context(bank_id: str):
     """Query ``purpose`` (default the deployment's) and ``budget_tokens`` (1-32,000,
     default 800) → :func:`rcll.search.session_context.session_context`'s JSON. 400

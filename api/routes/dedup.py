@@ -7,9 +7,11 @@ from functools import partial
 from flask import Blueprint, jsonify, request
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from api import contracts as C
 from api.auth import principal, requires
 from api.deps import json_body, services
 from api.errors import APIError
+from api.openapi import doc
 from api.paging import page_body, page_params
 from api.schemas import check_bank_id
 from rcll.access.visibility import unit_filter
@@ -45,6 +47,7 @@ def _visible(bank_id: str) -> tuple[str, dict]:
 
 @bp.get(PREFIX)
 @requires("read")
+@doc({200: C.DedupPage}, query=C.DedupQuery, paged=True)
 def list_proposals(bank_id: str):
     """One page of the bank's proposals, highest cosine first: ``?state=&limit=&offset=``."""
     check_bank_id(bank_id)
@@ -62,6 +65,7 @@ def list_proposals(bank_id: str):
 
 @bp.post(f"{PREFIX}/scan")
 @requires("write")
+@doc({200: C.Open})
 def scan_now(bank_id: str):
     """Scan the bank now (synchronous, bounded to ``dedup_window`` units)."""
     check_bank_id(bank_id)
@@ -76,6 +80,9 @@ def scan_now(bank_id: str):
 
 @bp.post(f"{PREFIX}/<proposal_id>")
 @requires("admin")
+@doc({200: C.Open}, body=DecideRequest,
+    errors={404: ['dedup_proposal_not_found', 'unit_not_found'], 409: ['dedup_proposal_decided',
+    'dedup_unit_not_live'], 400: ['invalid_proposal_id', 'invalid_unit_id']})
 def decide(bank_id: str, proposal_id: str):
     """Decide one open proposal; 409 ``dedup_proposal_decided`` with its state if decided."""
     check_bank_id(bank_id)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from flask import Blueprint, jsonify, request
 
+from api import contracts as C
 from api.auth import principal, requires
 from api.deps import json_body, services
 from api.errors import APIError
+from api.openapi import doc
 from api.paging import page_body, page_params
 from api.schemas import check_bank_id
 from rcll.access.visibility import unit_filter
@@ -26,6 +28,7 @@ def _visible(bank_id: str) -> tuple[str, dict]:
 
 @bp.get(BASE)
 @requires("read")
+@doc({200: C.EntitiesPage}, query=C.SearchQuery, paged=True)
 def list_entities(bank_id: str):
     """One page of the bank's entities, most mentioned first: ``?q=&limit=&offset=``."""
     check_bank_id(bank_id)
@@ -45,6 +48,7 @@ def list_entities(bank_id: str):
 
 @bp.get(BASE + "/<entity_id>")
 @requires("read")
+@doc({200: C.EntityDetail}, paged=True, errors={404: ['entity_not_found'], 400: ['invalid_entity_id']})
 def entity(bank_id: str, entity_id: str):
     """An entity with its aliases, one page of mentions (``?limit=&offset=``, newest first),
     the entities co-mentioned with it and its history — mentions, counts and co-mentions
@@ -65,6 +69,7 @@ def entity(bank_id: str, entity_id: str):
 
 @bp.get(BASE + "/merge-proposals")
 @requires("read")
+@doc({200: C.ProposalsPage}, query=C.ProposalQuery, paged=True)
 def merge_proposals(bank_id: str):
     """One page of entity-merge proposals, newest first: ``?state=open|merged|rejected``."""
     check_bank_id(bank_id)
@@ -82,6 +87,9 @@ def merge_proposals(bank_id: str):
 
 @bp.post(BASE + "/merge")
 @requires("admin")
+@doc({200: C.MergeAnswer}, body=C.MergeBody,
+    errors={404: ['entity_not_found', 'proposal_not_found'], 409: ['entity_already_merged',
+    'entity_name_taken', 'proposal_closed'], 400: ['invalid_entity_id', 'invalid_proposal_id']})
 def merge(bank_id: str):
     """Merge explicitly: ``{"entity_ids": [keep, other, ...]}`` or ``{"proposal_id", "keep_id"?}``,
     optional ``"actor"``; ``{"proposal_id", "decision": "reject"}`` closes a proposal."""
@@ -120,6 +128,9 @@ def merge(bank_id: str):
 
 @bp.post(BASE + "/<entity_id>/split")
 @requires("admin")
+@doc({201: C.EntityAnswer}, body=C.SplitBody,
+    errors={404: ['entity_not_found'], 400: ['invalid_entity_id', 'nothing_to_split'],
+    409: ['split_takes_everything', 'entity_name_taken']})
 def split(bank_id: str, entity_id: str):
     """Split a new entity off: ``{"aliases": [...]}`` or ``{"unit_ids": [...]}``, optional
     ``"name"`` and ``"actor"``. Answers the new entity (201)."""

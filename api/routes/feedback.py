@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from flask import Blueprint, jsonify
 
+from api import contracts as C
 from api.auth import principal, requires
 from api.deps import json_body, services
 from api.errors import APIError
+from api.openapi import doc
 from api.schemas import check_bank_id
 from rcll.access.visibility import unit_filter
 from rcll.store import audit, banks, feedback, memories
@@ -16,6 +18,8 @@ bp = Blueprint("feedback", __name__)
 
 @bp.post("/v1/default/banks/<bank_id>/memories/<unit_id>/feedback")
 @requires("write")
+@doc({200: C.FeedbackAnswer}, body=C.FeedbackBody,
+    errors={400: ['invalid_unit_id', 'invalid_outcome'], 404: ['unit_not_found']})
 def record_feedback(bank_id: str, unit_id: str):
     """Record one outcome ``{"outcome": "success"|"failure"}`` for the unit → 200
     ``{unit_id, success, failure, worth}`` (:func:`rcll.store.feedback.record`). 400

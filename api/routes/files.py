@@ -12,10 +12,13 @@ import json
 
 from flask import Blueprint, current_app, jsonify, request
 
+from api import contracts as C
 from api.auth import principal, requires
 from api.deps import retain_service, services
 from api.errors import APIError
+from api.openapi import doc
 from api.schemas import check_bank_id
+from rcll import api_types as T
 from rcll.files.service import FileLimits, FileRetainRequest, FileRetainService, Upload
 from rcll.store import jobs
 
@@ -33,7 +36,14 @@ def file_service() -> FileRetainService:
 
 @bp.post("/v1/default/banks/<bank_id>/files/retain")
 @requires("write")
+@doc({200: T.FilesAnswer}, body=C.FilesRetainForm, body_content_type="multipart/form-data",
+     errors={400: ["no_files", "files_metadata_mismatch", "empty_file"],
+             413: ["too_many_files", "file_too_large"],
+             415: ["unsupported_media_type", "unsupported_file_type"],
+             503: ["queue_unavailable"]})
 def retain_files(bank_id: str):
+    """Retain files (Hindsight's multipart shape): each file becomes a retain job, converted
+    on the workers (README "Files") → 200 ``{operation_ids, operations}``."""
     check_bank_id(bank_id)
     if request.mimetype != "multipart/form-data":
         raise APIError(415, "unsupported_media_type",

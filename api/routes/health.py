@@ -9,8 +9,10 @@ import logging
 
 from flask import Blueprint, jsonify
 
+from api import contracts as C
 from api.auth import requires
 from api.deps import services
+from api.openapi import doc
 
 bp = Blueprint("health", __name__)
 log = logging.getLogger(__name__)
@@ -19,7 +21,9 @@ CHECK_TIMEOUT_S = 2
 
 @bp.get("/healthz")
 @requires("public")
+@doc({200: C.Status})
 def healthz():
+    """Liveness: ``{"status": "ok"}`` while the process serves."""
     return jsonify({"status": "ok"})
 
 
@@ -71,6 +75,7 @@ def _hot_tier_status(svc) -> dict:
 
 @bp.get("/readyz")
 @requires("public")
+@doc({200: C.Readiness, 503: C.Readiness})
 def readyz():
     """``{"ready", "checks": {database, broker, embedder, tokenizer, llm, reranker, hot_tier},
     "mode"}``;

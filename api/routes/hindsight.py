@@ -9,12 +9,15 @@ import time
 from uuid import UUID
 
 from flask import Blueprint, jsonify, request
+from werkzeug.routing import PathConverter
 
 import rcll
+from api import contracts as C
 from api import hindsight as hs
 from api.auth import principal, requires
 from api.deps import json_body, services
 from api.errors import APIError
+from api.openapi import doc
 from api.paging import page_params
 from api.schemas import check_bank_id
 from rcll.access.visibility import unit_filter
@@ -24,6 +27,18 @@ from rcll.search.models import TAGS_MATCH, RecallQuery
 from rcll.store import audit, banks, documents
 
 bp = Blueprint("hindsight", __name__)
+
+
+class AnyPath(PathConverter):
+    """``<anypath:…>``: a path parameter that may hold any character, a newline too (the
+    ``path`` converter's ``.`` stops at one, so a document id with a newline — which retain
+    accepts — could not be read or deleted: a 404 ``not_found``, found by schemathesis)."""
+
+    regex = "[^/](?s:.)*?"
+
+
+# registered on the app before this blueprint's rules (deferred in the order recorded)
+bp.record_once(lambda state: state.app.url_map.converters.setdefault("anypath", AnyPath))
 BANK = "/v1/default/banks/<bank_id>"
 STARTED = time.monotonic()
 
@@ -55,6 +70,7 @@ def _tags_args() -> tuple[list[str] | None, str]:
 @bp.put(BANK)
 @bp.patch(BANK)
 @requires("admin")
+@doc({200: hs.BankProfileResponse}, body=C.BankUpdate)
 def put_bank(bank_id: str):
     """Create the bank or update its name, mission, background and disposition
     (:data:`api.hindsight.BANK_FIELDS`) → 200 Hindsight's bank profile (``created`` says
@@ -70,6 +86,7 @@ def put_bank(bank_id: str):
 
 @bp.get(BANK + "/profile")
 @requires("read")
+@doc({200: hs.BankProfileResponse})
 def profile(bank_id: str):
     """Hindsight's bank profile: name, disposition, mission, background."""
     check_bank_id(bank_id)
@@ -79,6 +96,7 @@ def profile(bank_id: str):
 
 @bp.put(BANK + "/profile")
 @requires("admin")
+@doc({200: hs.BankProfileResponse}, body=C.BankUpdate)
 def put_profile(bank_id: str):
     """Update the disposition (and name, mission, background) of an existing bank."""
     check_bank_id(bank_id)
@@ -93,6 +111,7 @@ def put_profile(bank_id: str):
 
 @bp.get(BANK + "/stats")
 @requires("read")
+@doc({200: hs.BankStatsResponse})
 def stats(bank_id: str):
     """Counts of the bank as the caller sees it: live units (total and per Hindsight fact
     type and RCLL kind), links, documents, pending and failed operations."""
@@ -122,6 +141,7 @@ def stats(bank_id: str):
 
 @bp.get(BANK + "/config")
 @requires("read")
+@doc({200: hs.BankConfigResponse})
 def get_config(bank_id: str):
     """``{bank_id, config, overrides}``: ``config`` is what applies (the deployment's
     recall and retain settings, the bank's profile), ``overrides`` what the bank stores."""
@@ -133,6 +153,7 @@ def get_config(bank_id: str):
 
 @bp.patch(BANK + "/config")
 @requires("admin")
+@doc({200: hs.BankConfigResponse}, body=C.ConfigPatch)
 def patch_config(bank_id: str):
     """``{"updates": {...}}``: the bank fields of :data:`api.hindsight.BANK_FIELDS`."""
     check_bank_id(bank_id)
@@ -151,6 +172,7 @@ def patch_config(bank_id: str):
 
 @bp.delete(BANK + "/config")
 @requires("admin")
+@doc({200: hs.BankConfigResponse})
 def reset_config(bank_id: str):
     """Drop the bank's stored overrides (mission, background, disposition, Hindsight
     settings); the name stays."""
@@ -176,6 +198,8 @@ def _config(row: dict) -> dict:
 
 @bp.get(BANK + "/memories/list")
 @requires("read")
+@doc({200: hs.ListMemoryUnitsResponse}, query=C.MemoriesListQuery, paged=True,
+    errors={400: ['unsupported_hindsight_value']})
 def list_memories(bank_id: str):
     """One page of the bank's units the caller sees, newest first: ``?type=`` (Hindsight
     type or RCLL kind), ``q``, ``document_id``, ``entity_id``, ``tags`` (repeated),
@@ -219,6 +243,7 @@ def list_memories(bank_id: str):
 
 @bp.delete(BANK + "/memories")
 @requires("admin")
+@doc({200: hs.DeleteResponse}, query=C.TypeQuery)
 def clear_memories(bank_id: str):
     """Delete every memory of the bank (``?type=``: only that Hindsight type or RCLL kind),
     with their vectors, links and cached tiers; the bank and its settings stay."""
@@ -237,6 +262,7 @@ def clear_memories(bank_id: str):
 
 @bp.get(BANK + "/tags")
 @requires("read")
+@doc({200: hs.ListTagsResponse}, query=C.SearchQuery, paged=True)
 def list_tags(bank_id: str):
     """The tags of the bank's live units the caller sees, most used first: ``?q=`` (prefix,
     ``*`` wildcard), ``limit``, ``offset``."""
@@ -256,6 +282,7 @@ def list_tags(bank_id: str):
 
 @bp.get(BANK + "/documents")
 @requires("read")
+@doc({200: hs.ListDocumentsResponse}, query=C.DocumentsQuery, paged=True)
 def list_documents(bank_id: str):
     """One page of the bank's documents, newest first: ``?q=`` (id contains), ``tags``,
     ``limit``, ``offset``."""
@@ -271,8 +298,9 @@ def list_documents(bank_id: str):
     return jsonify({"items": rows, "total": total, "limit": limit, "offset": offset})
 
 
-@bp.get(BANK + "/documents/<path:document_id>")
+@bp.get(BANK + "/documents/<anypath:document_id>")
 @requires("read")
+@doc({200: hs.DocumentResponse}, errors={404: ['document_not_found']})
 def get_document(bank_id: str, document_id: str):
     """One document: its live text, unit count and units per kind; 404
     ``document_not_found``."""
@@ -282,8 +310,9 @@ def get_document(bank_id: str, document_id: str):
         return jsonify(documents.get(conn, bank_id, document_id, visible=_visible(bank_id)))
 
 
-@bp.delete(BANK + "/documents/<path:document_id>")
+@bp.delete(BANK + "/documents/<anypath:document_id>")
 @requires("write")
+@doc({200: hs.DeleteDocumentResponse}, errors={404: ['document_not_found']})
 def delete_document(bank_id: str, document_id: str):
     """Delete a document and every unit of it (vectors, links, mentions, tunnels, tier 1);
     → ``{success, document_id, memory_units_deleted, unit_ids}``."""
@@ -305,6 +334,9 @@ def delete_document(bank_id: str, document_id: str):
 
 @bp.post(BANK + "/reflect")
 @requires("read")
+@doc({200: hs.ReflectResponse}, body=hs.ReflectRequest,
+    errors={400: ['llm_not_configured', 'unsupported_hindsight_value', 'unknown_recipe', 'unknown_purpose'],
+    502: ['llm_error', 'llm_reply_invalid']})
 def reflect(bank_id: str):
     """Answer a question from recall's results through the configured LLM (litellm;
     :mod:`rcll.reflect`). Fields: :data:`api.hindsight.REFLECT_FIELDS`. 400
@@ -361,6 +393,7 @@ def reflect(bank_id: str):
 
 @bp.get("/version")
 @requires("public")
+@doc({200: hs.VersionResponse})
 def version():
     """The API version and the feature flags Hindsight's client reads (what RCLL has)."""
     s = services().settings
@@ -374,6 +407,7 @@ def version():
 
 @bp.get("/health")
 @requires("public")
+@doc({200: C.Status})
 def health():
     """Hindsight's liveness shape: ``{status, version, uptime_seconds}`` (``/readyz`` checks
     each part)."""

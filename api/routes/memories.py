@@ -6,15 +6,20 @@ from __future__ import annotations
 
 from flask import Blueprint, jsonify, request
 
+from api import contracts as C
 from api.auth import principal, requires
 from api.deps import services
+from api.openapi import doc
 from api.schemas import check_bank_id
+from rcll import api_types as T
 
 bp = Blueprint("memories", __name__)
 
 
 @bp.get("/v1/default/banks/<bank_id>/memories/<unit_id>")
 @requires("read")
+@doc({200: T.Unit}, query=C.PurposeQuery,
+     errors={400: ['invalid_unit_id', 'unknown_purpose'], 404: ['unit_not_found']})
 def memory(bank_id: str, unit_id: str):
     """The unit (:func:`rcll.lifecycle.read.read` as the caller: audience and purposes
     apply, links and sources only to units it sees; ``?purpose=`` reads for one purpose);

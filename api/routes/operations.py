@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from flask import Blueprint, jsonify, request
 
+from api import contracts as C
+from api import hindsight as hs
 from api.auth import principal, requires
 from api.deps import services
 from api.errors import APIError
+from api.openapi import doc
 from api.paging import page_body, page_params
 from api.schemas import check_bank_id
+from rcll import api_types as T
 from rcll.access.visibility import unit_filter
 from rcll.errors import JobNotFound
 from rcll.store import banks, item_errors, jobs
@@ -19,7 +23,11 @@ STATES = ("queued", "running", "succeeded", "failed", "partial")
 
 @bp.get("/v1/default/banks/<bank_id>/operations/<operation_id>")
 @requires("read")
+@doc({200: T.OperationDetail}, errors={404: ['operation_not_found']})
 def operation(bank_id: str, operation_id: str):
+    """One operation (job) by id or by Hindsight's caller-chosen ``operation_id``:
+    RCLL's ``state`` and Hindsight's ``status``, counts, the first page of item
+    errors."""
     check_bank_id(bank_id)
     with services().pool.connection() as conn:
         try:
@@ -39,6 +47,7 @@ def operation(bank_id: str, operation_id: str):
 
 @bp.get("/v1/default/banks/<bank_id>/operations")
 @requires("read")
+@doc({200: hs.OperationsListResponse}, query=C.OperationsQuery, paged=True)
 def bank_operations(bank_id: str):
     """One page of a bank's jobs, newest first: ``?state=&limit=&offset=``."""
     check_bank_id(bank_id)
@@ -53,6 +62,7 @@ def bank_operations(bank_id: str):
 
 @bp.get("/jobs")
 @requires("member")
+@doc({200: T.JobsPage}, query=C.JobsQuery, paged=True, errors={400: ['invalid_bank_id']})
 def all_jobs():
     """One page of the jobs of the banks the caller may read (every bank for a deployment
     admin), newest first: ``?bank_id=&state=&limit=&offset=``."""
@@ -74,14 +84,17 @@ HINDSIGHT_FILTER = {"pending": "queued", "processing": "running", "completed": "
 
 def _state() -> str | None:
     """``?state=`` (RCLL's names) or Hindsight's ``?status=`` (pending, processing,
-    completed, failed; ``completed`` lists succeeded jobs)."""
+    completed, failed; ``completed`` lists succeeded jobs); both only when they agree."""
     state = request.args.get("state")
     status = request.args.get("status")
-    if state is None and status is not None:
+    if status is not None:  # checked also beside state (a bad one was ignored: schemathesis)
         if status not in HINDSIGHT_FILTER:
             raise APIError(400, "invalid_request",
                            f"status must be one of {', '.join(HINDSIGHT_FILTER)}",
                            {"field": "status"})
+        if state is not None and HINDSIGHT_FILTER[status] != state:
+            raise APIError(400, "invalid_request", "state and status name different states",
+                           {"state": state, "status": status})
         state = HINDSIGHT_FILTER[status]
     if state is not None and state not in STATES:
         raise APIError(400, "invalid_request", f"state must be one of {', '.join(STATES)}",

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from flask import Blueprint, jsonify, request
 
+from api import contracts as C
 from api import hindsight as hindsight_map
 from api.auth import principal, requires
 from api.deps import json_body, services
 from api.errors import APIError
+from api.openapi import doc
 from api.schemas import check_bank_id
+from rcll import api_types as T
 from rcll.search.models import RecallQuery
 from rcll.search.recipes import RECIPES
 
@@ -40,14 +43,22 @@ def _run(bank_id: str, params: dict, hindsight: bool = False):
 
 @bp.post("/v1/default/banks/<bank_id>/memories/recall")
 @requires("read")
+@doc({200: T.RecallAnswer}, body=C.HindsightRecallRequest,
+    errors={400: ['unknown_recipe', 'unknown_purpose', 'unsupported_hindsight_value']})
 def recall_post(bank_id: str):
+    """Recall (Hindsight's route): RCLL's fields plus Hindsight's, mapped by
+    :func:`api.hindsight.recall_body`; results carry Hindsight's ``type`` and
+    ``scores.final``."""
     # Hindsight's route: its fields mapped (api.hindsight.recall_body), its result fields added
     return _run(bank_id, json_body(check_text_fields=False), hindsight=True)  # RecallQuery checks text
 
 
 @bp.get("/banks/<bank_id>/recall")
 @requires("read")
+@doc({200: T.RecallAnswer}, query=C.RecallGetQuery, errors={400: ['unknown_recipe', 'unknown_purpose']})
 def recall_get(bank_id: str):
+    """RCLL's recall as a GET: the query and its options as strict query parameters
+    (README "HTTP API")."""
     repeated = sorted(k for k, v in request.args.to_dict(flat=False).items() if len(v) > 1)
     if repeated:
         raise APIError(400, "invalid_request", "each query parameter may be given once",

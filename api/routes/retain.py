@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from flask import Blueprint, jsonify, request
 
+from api import contracts as C
 from api import hindsight as hindsight_map
 from api.auth import principal, requires
 from api.deps import json_body, retain_service
+from api.openapi import doc
 from api.schemas import RetainRequest, check_bank_id
+from rcll import api_types as T
 from rcll.store import jobs
 
 bp = Blueprint("retain", __name__)
@@ -16,6 +19,11 @@ bp = Blueprint("retain", __name__)
 
 @bp.post("/v1/default/banks/<bank_id>/memories")
 @requires("write")
+@doc({200: T.RetainAnswer}, body=C.HindsightRetainRequest,
+    errors={400: ['unsupported_hindsight_value', 'sync_batch_too_large', 'invalid_idempotency_key',
+    'unknown_member', 'unknown_purpose', 'invalid_purposes', 'invalid_audience'],
+    403: ['audience_not_allowed'], 409: ['idempotency_key_reused'], 413: ['too_many_items',
+    'item_too_large'], 503: ['queue_unavailable']})
 def retain_hindsight(bank_id: str):
     """Hindsight's retain: its fields mapped by :func:`api.hindsight.retain_body`
     (``operation_id`` is the idempotency key), and Hindsight's status code: 200, also for an
@@ -25,6 +33,10 @@ def retain_hindsight(bank_id: str):
 
 @bp.post("/banks/<bank_id>/retain")
 @requires("write")
+@doc({202: T.RetainAnswer, 200: T.RetainAnswer}, body=RetainRequest,
+    errors={400: ['sync_batch_too_large', 'invalid_idempotency_key', 'unknown_member', 'unknown_purpose',
+    'invalid_purposes', 'invalid_audience'], 403: ['audience_not_allowed'], 409: ['idempotency_key_reused'],
+    413: ['too_many_items', 'item_too_large'], 503: ['queue_unavailable']})
 def retain(bank_id: str):
     """RCLL's retain: RCLL's fields only; 202 for an async request, 200 when done."""
     return _retain(bank_id, hindsight=False)

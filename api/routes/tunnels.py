@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from flask import Blueprint, jsonify, request
 
+from api import contracts as C
 from api.auth import principal, requires
 from api.deps import json_body, services
 from api.errors import APIError
+from api.openapi import doc
 from api.paging import page_body, page_params
 from api.schemas import check_bank_id
+from rcll import api_types as T
 from rcll.hierarchy.tunnels import BridgeRequest, TunnelRequest
 
 bp = Blueprint("tunnels", __name__)
@@ -28,6 +31,8 @@ def _writable() -> None:
 
 @bp.post("/tunnels")
 @requires("member")
+@doc({201: T.Tunnel, 200: T.Tunnel}, body=TunnelRequest,
+    errors={400: ['invalid_unit_id', 'same_bank'], 404: ['unit_not_found'], 409: ['tunnel_exists']})
 def create_tunnel():
     """``{source_unit_id, target_unit_id, relationship="related", bidirectional=true}`` →
     201 the tunnel (200 when an equal one existed). 400 ``invalid_request`` /
@@ -41,6 +46,8 @@ def create_tunnel():
 
 @bp.get("/tunnels")
 @requires("member")
+@doc({200: T.TunnelsPage}, query=C.TunnelsQuery, paged=True,
+    errors={400: ['invalid_bank_id'], 404: ['bank_not_found']})
 def list_tunnels():
     """``?bank_id=&limit=&offset=`` → ``{tunnels, limit, offset, total}``: the tunnels
     touching the bank whose other end the caller may read and see, oldest first. 400
@@ -56,6 +63,7 @@ def list_tunnels():
 
 @bp.get("/tunnels/<tunnel_id>")
 @requires("member")
+@doc({200: T.Tunnel}, errors={400: ['invalid_tunnel_id'], 404: ['tunnel_not_found']})
 def get_tunnel(tunnel_id: str):
     """The tunnel; 400 ``invalid_tunnel_id``, 404 ``tunnel_not_found`` (also one the caller
     may not see)."""
@@ -64,6 +72,7 @@ def get_tunnel(tunnel_id: str):
 
 @bp.delete("/tunnels/<tunnel_id>")
 @requires("member")
+@doc({200: T.DeletedTunnel}, errors={400: ['invalid_tunnel_id'], 404: ['tunnel_not_found']})
 def delete_tunnel(tunnel_id: str):
     """Delete → 200 ``{"deleted": tunnel}``; 400 ``invalid_tunnel_id``, 403 (write on one of
     its banks needed), 404 ``tunnel_not_found``."""
@@ -73,6 +82,9 @@ def delete_tunnel(tunnel_id: str):
 
 @bp.post("/bridge")
 @requires("member")
+@doc({201: T.BridgeAnswer, 200: T.BridgeAnswer}, body=BridgeRequest,
+    errors={400: ['invalid_unit_id', 'same_bank', 'invalid_bank_id', 'unknown_purpose'],
+    404: ['unit_not_found', 'no_match', 'bank_not_found'], 409: ['tunnel_exists']})
 def bridge():
     """``{source_unit_id, target_unit_id}`` or ``{source: {bank_id, query}, target: {bank_id,
     query}}`` plus ``relationship``, ``bidirectional``, ``purpose`` → 201 ``{tunnel, created,

@@ -9,9 +9,12 @@ from __future__ import annotations
 from flask import Blueprint, jsonify, request
 from pydantic import ConfigDict, Field
 
+from api import contracts as C
 from api.auth import principal, requires
 from api.deps import json_body, services
+from api.openapi import doc
 from api.schemas import check_bank_id
+from rcll import api_types as T
 from rcll.lifecycle.forget import MAX_REASON_CHARS
 from rcll.lifecycle.models import NewUnit, UnitFields
 from rcll.validation import TextModel
@@ -61,6 +64,8 @@ def _route(rule: str, **kw):
 
 @_route("/banks/<bank_id>/units/<unit_id>", methods=["GET"])
 @requires("read")
+@doc({200: T.Unit}, query=C.PurposeQuery,
+    errors={400: ['invalid_unit_id', 'unknown_purpose'], 404: ['unit_not_found']})
 def read_unit(bank_id: str, unit_id: str):
     """One unit with links, entities and sources → 200; ``?purpose=`` reads for a purpose.
     404 ``unit_not_found`` also for a unit the caller may not see."""
@@ -71,6 +76,9 @@ def read_unit(bank_id: str, unit_id: str):
 
 @_route("/banks/<bank_id>/units", methods=["POST"])
 @requires("write")
+@doc({201: T.Unit}, body=NewUnit,
+    errors={400: ['invalid_unit_id', 'unknown_purpose', 'invalid_purposes', 'invalid_audience',
+    'unknown_member'], 403: ['audience_not_allowed'], 413: ['unit_too_long']})
 def remember_unit(bank_id: str):
     """Remember one unit synchronously → 201 with the unit."""
     check_bank_id(bank_id)
@@ -80,6 +88,10 @@ def remember_unit(bank_id: str):
 
 @_route("/banks/<bank_id>/units/derive", methods=["POST"])
 @requires("write")
+@doc({201: T.Unit}, body=DeriveBody,
+    errors={400: ['invalid_unit_id', 'unknown_purpose', 'invalid_purposes', 'invalid_audience',
+    'unknown_member'], 403: ['audience_not_allowed'], 413: ['unit_too_long'], 404: ['unit_not_found'],
+    409: ['empty_intersection']})
 def derive_unit(bank_id: str):
     """Derive a unit from ``source_ids`` → 201; 409 ``empty_intersection``."""
     check_bank_id(bank_id)
@@ -90,6 +102,10 @@ def derive_unit(bank_id: str):
 
 @_route("/banks/<bank_id>/units/<unit_id>", methods=["PATCH"])
 @requires("write")
+@doc({200: T.Unit}, body=CorrectBody,
+    errors={400: ['invalid_unit_id', 'unknown_purpose', 'invalid_purposes', 'invalid_audience',
+    'unknown_member'], 403: ['audience_not_allowed'], 413: ['unit_too_long'], 404: ['unit_not_found'],
+    409: ['revision_conflict', 'unit_forgotten']})
 def correct_unit(bank_id: str, unit_id: str):
     """Correct text or fields at ``revision`` → 200; 409 ``revision_conflict``."""
     check_bank_id(bank_id)
@@ -101,6 +117,10 @@ def correct_unit(bank_id: str, unit_id: str):
 
 @_route("/banks/<bank_id>/units/<unit_id>/supersede", methods=["POST"])
 @requires("write")
+@doc({201: T.SupersedeAnswer}, body=SupersedeBody,
+    errors={400: ['invalid_unit_id', 'unknown_purpose', 'invalid_purposes', 'invalid_audience',
+    'unknown_member'], 403: ['audience_not_allowed'], 413: ['unit_too_long'], 404: ['unit_not_found'],
+    409: ['revision_conflict', 'already_superseded', 'unit_forgotten']})
 def supersede_unit(bank_id: str, unit_id: str):
     """Replace the unit with a new one → 201 ``{superseded, unit}``; 409
     ``revision_conflict`` / ``already_superseded``."""
@@ -112,6 +132,8 @@ def supersede_unit(bank_id: str, unit_id: str):
 
 @_route("/banks/<bank_id>/units/<unit_id>", methods=["DELETE"])
 @requires("write")
+@doc({200: T.ForgetAnswer}, body=ForgetBody, body_required=False,
+    errors={400: ['invalid_unit_id'], 404: ['unit_not_found']})
 def forget_unit(bank_id: str, unit_id: str):
     """Forget the unit → 200 ``{unit_id, forgotten_at}`` (the same again on a repeat)."""
     check_bank_id(bank_id)

@@ -4,6 +4,7 @@ field errors."""
 
 from __future__ import annotations
 
+import struct
 from datetime import datetime
 from typing import Any, Literal
 
@@ -56,6 +57,13 @@ class UnitFields(TextModel):
         if v is not None and is_blank(v):
             raise ValueError("text must not be blank")
         return v
+
+    @field_validator("confidence")
+    @classmethod
+    def _real(cls, v: float | None) -> float | None:
+        """As the column stores it (a 4-byte ``real``): a value too small for one is 0.0
+        (PostgreSQL refused it with an underflow, a 500; found by schemathesis)."""
+        return None if v is None else struct.unpack("f", struct.pack("f", v))[0]
 
     @field_validator("occurred_start", "occurred_end", "mentioned_at", mode="before")
     @classmethod
