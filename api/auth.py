@@ -55,11 +55,23 @@ def requires(role: str) -> Callable:
     return mark
 
 
-def refused_when_read_only(role: str, method: str) -> bool:
+LLM_ATTR = "_rcll_uses_llm"
+
+
+def uses_llm(view: Callable) -> Callable:
+    """Decorator: the view calls a language model (``reflect``). A read-only deployment,
+    which serves only recall and read and holds no LLM key (spec §7), refuses it with 403
+    ``read_only_deployment`` before authentication, like a write route."""
+    setattr(view, LLM_ATTR, True)
+    return view
+
+
+def refused_when_read_only(role: str, method: str, view: Callable | None = None) -> bool:
     """Whether a read-only deployment refuses this route: a ``write`` or ``admin`` route, or
     any method but GET/HEAD/OPTIONS on a route not declared ``read`` (``POST …/recall`` is
     ``read``; ``DELETE /keys/{id}``, a ``member`` route, is refused)."""
-    return role in WRITE_LEVELS or (method not in SAFE_METHODS and role != "read")
+    return (role in WRITE_LEVELS or (method not in SAFE_METHODS and role != "read")
+            or getattr(view, LLM_ATTR, False))
 
 
 def declared_role(view: Callable | None) -> str | None:
@@ -98,14 +110,15 @@ def register(app: Flask) -> None:
         if request.routing_exception is not None:  # 404/405: nothing to run; with auth on,
             role = "member"                           # only a caller with a key learns that
         else:
-            role = declared_role(app.view_functions.get(request.endpoint))
+            view = app.view_functions.get(request.endpoint)
+            role = declared_role(view)
             if role is None:
                 log.error("route %s declares no role (api.auth.requires); refused",
                           request.endpoint)
                 raise Rejected(403, "route_not_declared",
                                "this route declares no access role and is refused",
                                {"endpoint": request.endpoint})
-            if settings.read_only and refused_when_read_only(role, request.method):
+            if settings.read_only and refused_when_read_only(role, request.method, view):
                 raise Rejected(403, "read_only_deployment",
                                "this is a read-only deployment: only recall and read are "
                                "served; send writes to the read-write API",

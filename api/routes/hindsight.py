@@ -14,7 +14,7 @@ from werkzeug.routing import PathConverter
 import rcll
 from api import contracts as C
 from api import hindsight as hs
-from api.auth import principal, requires
+from api.auth import principal, requires, uses_llm
 from api.deps import json_body, services
 from api.errors import APIError
 from api.openapi import doc
@@ -334,20 +334,16 @@ def delete_document(bank_id: str, document_id: str):
 
 @bp.post(BANK + "/reflect")
 @requires("read")
+@uses_llm
 @doc({200: hs.ReflectResponse}, body=hs.ReflectRequest,
     errors={400: ['llm_not_configured', 'unsupported_hindsight_value', 'unknown_recipe', 'unknown_purpose'],
     502: ['llm_error', 'llm_reply_invalid']})
 def reflect(bank_id: str):
     """Answer a question from recall's results through the configured LLM (litellm;
     :mod:`rcll.reflect`). Fields: :data:`api.hindsight.REFLECT_FIELDS`. 400
-    ``llm_not_configured`` when no LLM is configured (checked before recall runs); 403
-    ``read_only_deployment`` in a read-only deployment, which serves only recall and read and
-    uses no LLM (spec §7)."""
+    ``llm_not_configured`` when no LLM is configured (checked before recall runs); a
+    read-only deployment refuses it (:func:`api.auth.uses_llm`)."""
     check_bank_id(bank_id)
-    if services().settings.read_only:
-        raise APIError(403, "read_only_deployment",
-                       "reflect calls an LLM; a read-only deployment serves only recall and "
-                       "read", {"endpoint": "hindsight.reflect"})
     req = hs.ReflectRequest.model_validate({k: v for k, v in json_body().items() if v is not None})
     if req.response_schema:
         raise hs.unsupported("response_schema", "object", "structured output is not supported")

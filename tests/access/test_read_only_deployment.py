@@ -60,10 +60,9 @@ def test_every_write_route_refused_and_nothing_changed(ro_app, auth_services):
     for rule in ro_app.url_map.iter_rules():
         role = declared_role(ro_app.view_functions[rule.endpoint])
         for method in sorted(rule.methods - {"HEAD", "OPTIONS"}):
-            # reflect is a read-side POST but calls an LLM: the read-only deployment refuses
-            # it in the view (spec §7: no LLM key there)
-            if (not refused_when_read_only(role, method)
-                    and rule.endpoint != "hindsight.reflect"):
+            # reflect is a read-side POST but calls an LLM (api.auth.uses_llm): refused
+            # like a write route (spec §7: no LLM key there)
+            if not refused_when_read_only(role, method, ro_app.view_functions[rule.endpoint]):
                 # the one read-side POST: recall
                 assert method == "GET" or rule.endpoint == "recall.recall_post", rule.rule
                 continue
