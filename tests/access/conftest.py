@@ -3,6 +3,8 @@ auth off), the bootstrap admin key, and helpers to create members, keys and gran
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from rcll.bootstrap import Services
@@ -59,9 +61,17 @@ def bearer(key: str) -> dict:
 ADMIN = bearer(ADMIN_KEY)
 
 
-def counts(svc: Services) -> dict:
-    """Row counts of every table the access and write routes touch."""
+def counts(svc: Services, drain_s: float = 60) -> dict:
+    """Row counts of every table the access and write routes touch, read once no job of any
+    test is active (queued or running and touched in the last 30 s; at most ``drain_s``): an
+    earlier test's async job still writing units would change these global counts under a
+    test that asserts a refusal stored nothing."""
+    deadline = time.monotonic() + drain_s
     with svc.pool.connection() as conn:
+        while conn.execute("SELECT count(*) AS n FROM jobs WHERE state IN ('queued', 'running') "
+                           "AND updated_at > now() - interval '30 seconds'"
+                           ).fetchone()["n"] and time.monotonic() < deadline:
+            time.sleep(0.2)
         return {t: conn.execute(f"SELECT count(*) AS n FROM {t}").fetchone()["n"] for t in TABLES}
 
 
