@@ -31,6 +31,19 @@ def page_params(default_limit: int = DEFAULT_LIMIT) -> tuple[int, int]:
     return (_param("limit", default_limit, 1, MAX_LIMIT), _param("offset", 0, 0, MAX_OFFSET))
 
 
+MAX_SEARCH_CHARS = 200
+
+
+def search_param(name: str = "q") -> str | None:
+    """The optional text filter of a list route (``?q=``): ``None`` when absent or empty;
+    400 ``invalid_request`` naming the field when longer than :data:`MAX_SEARCH_CHARS`."""
+    q = request.args.get(name) or None
+    if q is not None and len(q) > MAX_SEARCH_CHARS:
+        raise APIError(400, "invalid_request",
+                       f"{name} must be at most {MAX_SEARCH_CHARS} characters", {"field": name})
+    return q
+
+
 def page_body(key: str, rows: list, limit: int, offset: int, total: int) -> dict:
     """The list response: ``{key: rows, "limit", "offset", "total"}``."""
     return {key: rows, "limit": limit, "offset": offset, "total": total}

@@ -9,7 +9,7 @@ from api.auth import principal, requires
 from api.deps import json_body, services
 from api.errors import APIError
 from api.openapi import doc
-from api.paging import page_body, page_params
+from api.paging import page_body, page_params, search_param
 from api.schemas import check_bank_id
 from rcll.access.visibility import unit_filter
 from rcll.store import audit, banks, entities, entity_edits
@@ -33,9 +33,7 @@ def list_entities(bank_id: str):
     """One page of the bank's entities, most mentioned first: ``?q=&limit=&offset=``."""
     check_bank_id(bank_id)
     limit, offset = page_params()
-    q = request.args.get("q") or None
-    if q is not None and len(q) > 200:
-        raise APIError(400, "invalid_request", "q must be at most 200 characters", {"field": "q"})
+    q = search_param()
     with services().pool.connection() as conn:
         banks.get(conn, bank_id)
         rows, total = entities.list_page(conn, bank_id, limit, offset, q,

@@ -18,7 +18,7 @@ from api.auth import principal, requires, uses_llm
 from api.deps import json_body, services
 from api.errors import APIError
 from api.openapi import doc
-from api.paging import page_params
+from api.paging import page_params, search_param
 from api.schemas import check_bank_id
 from rcll.access.visibility import unit_filter
 from rcll.cascade import invalidation
@@ -223,9 +223,7 @@ def list_memories(bank_id: str):
             raise APIError(400, "invalid_request", "entity_id must be a UUID",
                            {"field": "entity_id"})
     tags, match = _tags_args()
-    q = request.args.get("q") or None
-    if q is not None and len(q) > 200:
-        raise APIError(400, "invalid_request", "q must be at most 200 characters", {"field": "q"})
+    q = search_param()
     with services().pool.connection() as conn:
         banks.get(conn, bank_id)
         rows, total = documents.list_units(
@@ -268,9 +266,7 @@ def list_tags(bank_id: str):
     ``*`` wildcard), ``limit``, ``offset``."""
     check_bank_id(bank_id)
     limit, offset = page_params(default_limit=100)
-    q = request.args.get("q") or None
-    if q is not None and len(q) > 200:
-        raise APIError(400, "invalid_request", "q must be at most 200 characters", {"field": "q"})
+    q = search_param()
     with services().pool.connection() as conn:
         banks.get(conn, bank_id)
         rows, total = documents.tags(conn, bank_id, limit, offset,
