@@ -63,7 +63,17 @@ def variants() -> dict[str, Recipe]:
                                 steps=("collapse_duplicates", "worth", "l0")),
         "cold + session step": replace(cold, name="cold + session step",
                                        steps=(Step.of("context", session=0.25), *cold.steps)),
+        **{f"full + coverage {w}": _with_step(RECIPES["full"], f"full + coverage {w}",
+                                              Step.of("coverage", weight=w), before="worth")
+           for w in (0.1, 0.2, 0.3, 0.5)},
     }
+
+
+def _with_step(recipe: Recipe, name: str, step: Step, *, before: str) -> Recipe:
+    """``recipe`` with ``step`` inserted before its step named ``before``."""
+    steps = list(recipe.steps)
+    at = next(i for i, s in enumerate(steps) if s.name == before)
+    return replace(recipe, name=name, steps=(*steps[:at], step, *steps[at:]))
 
 
 def main() -> None:
@@ -74,6 +84,8 @@ def main() -> None:
     ap.add_argument("--every", type=int, default=1, help="ask every n-th question only")
     ap.add_argument("--limit", type=int, default=50)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--per-question", default=None,
+                    help="write every variant's per-question scores (JSON) to this path")
     ap.add_argument("--ready-banks-only", action="store_true",
                     help="skip questions whose bank still has queued or running retain jobs")
     args = ap.parse_args()
@@ -125,6 +137,9 @@ def main() -> None:
         print(f"| {n} | {agg['turn']['ndcg@5']:.3f} | {agg['turn']['recall@10']:.3f} | "
               f"{agg['session'].get('recall_all@5', 0):.3f} | {lt['p50']:.1f} | "
               f"{lt['p95']:.1f} | {cats} |")
+    if args.per_question:
+        with open(args.per_question, "w", encoding="utf-8") as fh:
+            json.dump(records, fh, default=str)
     if args.out:
         with open(args.out, "w", encoding="utf-8") as fh:
             json.dump({"dataset": args.dataset, "n_questions": len(questions),

@@ -100,7 +100,8 @@ class LexicalChannel:
                                          context_max_avgdl=context_max_avgdl)
         return ChannelOutput(cands, {"terms": info.get("terms", []),
                                      "dropped_terms": info.get("dropped_terms", []),
-                                     "context": info.get("context_weight", 0.0)})
+                                     "context": info.get("context_weight", 0.0),
+                                     "idf": info.get("idf", {})})
 
 
 class GraphChannel:

@@ -229,10 +229,11 @@ def lexical_candidates(conn: Connection, scope: CallerScope, query: str, *, limi
     ``context_max_avgdl`` the context applies only in banks whose units average at most that
     many tokens (BM25's avgdl: short chat turns; ``info["context_weight"]`` says what was applied).
 
-    Also returns ``{"terms", "dropped_terms", "n_units", "scored_terms", "exact"}``: the kept
-    terms, the common terms dropped, the bank's live unit count N (estimated above
+    Also returns ``{"terms", "dropped_terms", "n_units", "scored_terms", "exact", "idf"}``:
+    the kept terms, the common terms dropped, the bank's live unit count N (estimated above
     ``exact_stats_max`` units), the terms whose units were scored, and whether the ranking
-    is exact BM25 (exact statistics, every unit holding a kept term scored).
+    is exact BM25 (exact statistics, every unit holding a kept term scored), and each kept
+    term's BM25 idf (``{term: idf}``).
     """
     info: dict = {"terms": [], "dropped_terms": [], "n_units": 0, "scored_terms": [],
                   "exact": True}
@@ -280,6 +281,7 @@ def lexical_candidates(conn: Connection, scope: CallerScope, query: str, *, limi
     info["scored_terms"] = scored
     info["exact"] = len(scored) == len(kept) and sampled is None
     idf = [math.log(1 + (max(n - df[t], 0) + 0.5) / (df[t] + 0.5)) for t in kept]
+    info["idf"] = {t: round(w, 4) for t, w in zip(kept, idf)}
     qparams = {**params, "terms": kept, "idf": idf, "tsq": _tsquery(scored), "k1": K1,
                "k1p1": K1 + 1, "b": B, "avgdl": avgdl, "limit": limit}
     if context_max_avgdl is not None and avgdl > context_max_avgdl:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from rcll.search.adjust import expand_step, trust_step
 from rcll.search.context import context_step
+from rcll.search.coverage import coverage_step
 from rcll.search.post import collapse_duplicates_step, l0_step, worth_step
 from rcll.search.rerank import rerank_step
 from rcll.search.speaker import speaker_step
@@ -19,6 +20,7 @@ from rcll.search.state import RecallState
 
 STEPS: dict[str, Callable[..., None]] = {
     "context": context_step,
+    "coverage": coverage_step,
     "speaker": speaker_step,
     "rerank": rerank_step,
     "trust": trust_step,

@@ -1,0 +1,76 @@
+"""Query-term coverage: reorder the head of the ranking so it covers more of the query.
+
+A question about two things — "How many days did I spend in Hawaii and in New York City?",
+"Which did I use most recently, a bus or a train?" — has its evidence in different units,
+often in different sessions. Fused relevance ranks the units matching the most and rarest
+terms first, so the top of the list fills with units about one half of the question (the
+Hawaii trip) and the unit about the other half arrives late. Diversifying over the query's
+terms (its *aspects*) lets a unit holding a term nothing above it holds move up.
+
+This is xQuAD (Santos, Macdonald & Ounis 2010, "Exploiting query reformulations for web
+search result diversification", WWW) with the query's terms as aspects, as in term-level
+diversification (Dang & Croft 2013, "Term level search result diversification", SIGIR).
+Greedily, position by position over the head of the ranking, pick the unit d maximising
+
+    (1 − λ) · s(d) / s_max  +  λ · Σ_t p(t) · c(d, t) · Π_{e already picked} (1 − c(e, t))
+
+where s is the fused score, p(t) = idf(t) / Σ idf over the lexical channel's kept terms
+(BM25's idf, so rare terms weigh most), and c(d, t) ∈ {0, 1} says whether d's own text holds
+t (its ``tsvector``). With λ = 0 the order is unchanged.
+"""
+
+from __future__ import annotations
+
+from rcll.search.state import RecallState
+
+
+def coverage_step(state: RecallState, weight: float = 0.2, pool: int = 50) -> None:
+    """Reorder the first ``pool`` units of ``state.ranked`` by greedy xQuAD over the lexical
+    channel's kept query terms with λ = ``weight`` (see the module doc); the head keeps its
+    scores, reassigned in the new order, so the ranking stays sorted and the tail is
+    untouched. Needs the lexical channel's output (its terms and idf) — without it, or with
+    fewer than two terms, nothing changes. Stage score ``coverage``: the objective when the
+    unit was picked; ``counts["coverage_moved"]``: how many of the head changed position.
+    Raises nothing; reads only (one SELECT of the head's ``tsvector`` terms)."""
+    lexical = state.outputs.get("lexical")
+    idf: dict[str, float] = dict(lexical.info.get("idf") or {}) if lexical else {}
+    if weight <= 0 or len(idf) < 2 or len(state.ranked) < 2:
+        return
+    head, tail = state.ranked[:pool], state.ranked[pool:]
+    terms = list(idf)
+    held = _terms_held(state, [uid for uid, _ in head], terms)
+    total = sum(idf.values()) or 1.0
+    p = {t: idf[t] / total for t in terms}
+    s_max = max(s for _, s in head) or 1.0
+    rel = {uid: s / s_max for uid, s in head}
+    uncovered = set(terms)
+    left = [uid for uid, _ in head]
+    order: list[str] = []
+    while left:
+        best, best_v = None, -1.0
+        for uid in left:  # ties keep the fused order (strict >)
+            gain = sum(p[t] for t in held.get(uid, ()) if t in uncovered)
+            v = (1 - weight) * rel[uid] + weight * gain
+            if v > best_v:
+                best, best_v = uid, v
+        order.append(best)
+        left.remove(best)
+        uncovered -= held.get(best, set())
+        state.note(best, "coverage", best_v)
+    scores = [s for _, s in head]  # already sorted, best first
+    moved = sum(1 for (a, _), b in zip(head, order) if a != b)
+    state.counts["coverage_moved"] = moved
+    state.ranked = list(zip(order, scores)) + tail
+
+
+def _terms_held(state: RecallState, ids: list[str], terms: list[str]) -> dict[str, set[str]]:
+    """``{unit_id: the query terms its tsvector holds}`` for ``ids`` (one SELECT)."""
+    if not ids:
+        return {}
+    rows = state.conn.execute(
+        """SELECT u.id, array(SELECT t.lexeme FROM unnest(
+                      ts_filter(setweight(u.tsv, 'A', %(terms)s::text[]), '{a}')) AS t)
+                  AS held
+           FROM memory_units u WHERE u.id = ANY(%(ids)s::uuid[])""",
+        {"terms": terms, "ids": ids}).fetchall()
+    return {str(r["id"]): set(r["held"]) for r in rows}

@@ -1,0 +1,68 @@
+"""The coverage step (xQuAD over query terms): a unit holding a query term nothing above it
+holds moves up; with one term, or λ = 0, the order is the fused order."""
+
+from dataclasses import replace
+
+from rcll.search.models import RecallQuery
+from rcll.search.recall import recall
+from rcll.search.recipes import RECIPES, Step
+
+# Five Hawaii turns hold "hawaii" and "day"; one long turn holds "york" once. Fused on
+# BM25 alone the Hawaii turns fill the top five, the York turn comes sixth.
+HAWAII = ["We spent four days in Hawaii on the beach.",
+          "Hawaii was sunny every day we were there.",
+          "Our days in Hawaii ended with a luau.",
+          "In Hawaii we hiked for two days straight.",
+          "The best day in Hawaii was the snorkeling trip."]
+YORK = ("Then we flew on to York, where the museums, the old walls, the narrow lanes and "
+        "the tea rooms kept us busy from morning to night for the rest of the holiday.")
+FILLER = [f"Small talk about the weather number {i}." for i in range(20)]
+
+
+def _retain(client, bank, texts):
+    r = client.post(f"/v1/default/banks/{bank}/memories", json={"items": [
+        {"content": t, "document_id": f"t{i}", "context": f"session {i}"}
+        for i, t in enumerate(texts)], "async": False})
+    assert r.status_code == 200, r.get_json()
+
+
+def _recipes(weight):
+    lex = RECIPES["lexical"]
+    return {"lex": replace(lex, name="lex"),
+            "lex+cov": replace(lex, name="lex+cov",
+                               steps=(Step.of("coverage", weight=weight), *lex.steps))}
+
+
+def _ask(ctx, bank, query, recipe, recipes):
+    q = RecallQuery(query=query, trace=True).model_copy(update={"recipe": recipe})
+    res = recall(ctx, bank, q, recipes=recipes)
+    return [r["text"] for r in res.results], res
+
+
+def test_a_unit_covering_an_uncovered_term_moves_up(client, worker, services):
+    _retain(client, "cov1", [*HAWAII, YORK, *FILLER])
+    ctx = services.recall_context()
+    recipes = _recipes(0.3)
+    query = "How many days did I spend in Hawaii and in York?"
+    plain, _ = _ask(ctx, "cov1", query, "lex", recipes)
+    covered, res = _ask(ctx, "cov1", query, "lex+cov", recipes)
+    assert plain.index(YORK) == 5  # after all five Hawaii turns
+    assert covered.index(YORK) == 1  # right after the best Hawaii turn
+    assert covered[0] == plain[0]
+    assert sorted(covered) == sorted(plain)  # reordered, nothing added or lost
+    assert res.counts["coverage_moved"] == 5  # York up, four Hawaii turns one down
+    york = next(r for r in res.results if r["text"] == YORK)
+    assert york["scores"]["coverage"] > 0
+    scores = [r["scores"]["final"] for r in res.results]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_no_change_with_one_term_or_no_weight(client, worker, services):
+    _retain(client, "cov2", [*HAWAII, YORK, *FILLER])
+    ctx = services.recall_context()
+    for query, weight in (("Hawaii", 0.3), ("How many days in Hawaii and in York?", 0.0)):
+        recipes = _recipes(weight)
+        plain, _ = _ask(ctx, "cov2", query, "lex", recipes)
+        covered, res = _ask(ctx, "cov2", query, "lex+cov", recipes)
+        assert covered == plain
+        assert "coverage_moved" not in res.counts
