@@ -41,9 +41,9 @@ def _without(recipe: Recipe, name: str, *, channels=(), steps=(), params=None,
 
 
 def variants() -> dict[str, Recipe]:
-    """The recipes compared: today's ``hybrid``, ``cold`` (the default), ``full`` (cold plus
-    the graph channel), and ``cold`` with one part removed or changed."""
-    cold = RECIPES["cold"]
+    """The recipes compared: ``hybrid``, ``cold``, ``full`` (cold plus the graph channel: the
+    default), and ``cold`` or ``full`` with one part removed or changed."""
+    cold, full = RECIPES["cold"], RECIPES["full"]
     ctx_off = {c: {**p, "context": 0.0} for c, p in cold.params.items()}
     return {
         "hybrid": RECIPES["hybrid"],
@@ -63,10 +63,22 @@ def variants() -> dict[str, Recipe]:
                                 steps=("collapse_duplicates", "worth", "l0")),
         "cold + session step": replace(cold, name="cold + session step",
                                        steps=(Step.of("context", session=0.25), *cold.steps)),
-        **{f"full + coverage {w}": _with_step(RECIPES["full"], f"full + coverage {w}",
-                                              Step.of("coverage", weight=w), before="worth")
-           for w in (0.1, 0.2, 0.3, 0.5)},
+        "full - coverage": _without(full, "full - coverage", steps=("coverage",)),
+        **{f"full with coverage {w}": _with_param(full, f"full with coverage {w}", "coverage",
+                                                  weight=w) for w in (0.1, 0.3)},
+        "full with dense floor 0.3": replace(
+            full, name="full with dense floor 0.3",
+            params={**full.params, "dense": {"floor": 0.3}}),
+        "full + window 0.5": _with_step(full, "full + window 0.5", Step.of("window", boost=0.5),
+                                        before="rerank"),
     }
+
+
+def _with_param(recipe: Recipe, name: str, step: str, **params) -> Recipe:
+    """``recipe`` with the parameters of its step named ``step`` updated."""
+    return replace(recipe, name=name, steps=tuple(
+        Step.of(s.name, **{**s.params, **params}) if s.name == step else s
+        for s in recipe.steps))
 
 
 def _with_step(recipe: Recipe, name: str, step: Step, *, before: str) -> Recipe:
@@ -112,7 +124,9 @@ def main() -> None:
     recall(ctx, questions[0].bank_id, RecallQuery(query=questions[0].query, recipe="cold"),
            recipes=recipes)
     for i, q in enumerate(questions):
-        for n in names:  # every variant asks the same question back to back
+        # every variant asks the same question back to back, the order rotating question by
+        # question: the first to ask reads the bank's pages cold and would look slower
+        for n in names[i % len(names):] + names[:i % len(names)]:
             req = RecallQuery(query=q.query, limit=args.limit, max_tokens=200_000,
                               query_timestamp=q.query_timestamp)
             req = req.model_copy(update={"recipe": n})

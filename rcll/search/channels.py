@@ -50,6 +50,14 @@ class PreparedQuery:
     def text(self) -> str:
         return self.request.query
 
+    @property
+    def topic_text(self) -> str:
+        """The query without its time expression (once :func:`prepare_query` found one): the
+        words left for relevance scoring, the time being the temporal channel's window."""
+        if not self.time_expression:
+            return self.text
+        return self.text.replace(self.time_expression, " ", 1)
+
 
 @dataclass
 class ChannelOutput:
@@ -76,9 +84,11 @@ class DenseChannel:
     name = "dense"
     needs_vector = True
 
-    def candidates(self, conn, scope, pq, ctx) -> ChannelOutput:
+    def candidates(self, conn, scope, pq, ctx, floor: float | None = None) -> ChannelOutput:
+        """``floor``: the recipe's cosine floor (None: the deployment's ``ctx.dense_floor``)."""
         cands = dense_candidates(conn, scope, pq.vector, model=pq.model,
-                                 limit=ctx.candidates_per_channel, floor=ctx.dense_floor)
+                                 limit=ctx.candidates_per_channel,
+                                 floor=ctx.dense_floor if floor is None else floor)
         return ChannelOutput(cands)
 
 

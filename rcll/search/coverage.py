@@ -58,9 +58,9 @@ def coverage_step(state: RecallState, weight: float = 0.2, pool: int = 50) -> No
         uncovered -= held.get(best, set())
         state.note(best, "coverage", best_v)
     scores = [s for _, s in head]  # already sorted, best first
-    moved = sum(1 for (a, _), b in zip(head, order) if a != b)
+    moved = sum(1 for (a, _), b in zip(head, order, strict=True) if a != b)
     state.counts["coverage_moved"] = moved
-    state.ranked = list(zip(order, scores)) + tail
+    state.ranked = list(zip(order, scores, strict=True)) + tail
 
 
 def _terms_held(state: RecallState, ids: list[str], terms: list[str]) -> dict[str, set[str]]:

@@ -281,7 +281,7 @@ def lexical_candidates(conn: Connection, scope: CallerScope, query: str, *, limi
     info["scored_terms"] = scored
     info["exact"] = len(scored) == len(kept) and sampled is None
     idf = [math.log(1 + (max(n - df[t], 0) + 0.5) / (df[t] + 0.5)) for t in kept]
-    info["idf"] = {t: round(w, 4) for t, w in zip(kept, idf)}
+    info["idf"] = {t: round(w, 4) for t, w in zip(kept, idf, strict=True)}
     qparams = {**params, "terms": kept, "idf": idf, "tsq": _tsquery(scored), "k1": K1,
                "k1p1": K1 + 1, "b": B, "avgdl": avgdl, "limit": limit}
     if context_max_avgdl is not None and avgdl > context_max_avgdl:

@@ -374,13 +374,6 @@ _RULES = {
 }
 
 
-def strip_time_expression(text: str, expression: str | None) -> str:
-    """``text`` without ``expression`` (the words left for relevance scoring)."""
-    if not expression:
-        return text
-    return text.replace(expression, " ", 1)
-
-
 # ---- entities --------------------------------------------------------------------------
 
 

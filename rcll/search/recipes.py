@@ -69,6 +69,23 @@ POST = (Step.of("worth"), Step.of("l0"), Step.of("collapse_duplicates", cosine=0
 # LongMemEval_S dev (README "Recall quality").
 SPEAKER = Step.of("speaker", boost=0.25)
 
+# Query-term coverage (rcll.search.coverage: xQuAD over the query's lexical terms) with
+# λ = 0.2, on the fused order before post-processing. Chosen on LoCoMo (1,536 q, full recipe,
+# unfloored dense, turn nDCG@5 / recall@10): λ 0 0.566 / 0.762, 0.1 0.577 / 0.763,
+# 0.2 0.582 / 0.764, 0.3 0.583 / 0.763 (0.4 without the floor change: 0.573, falling); λ = 0.2,
+# the middle of the plateau. Confirmed on LongMemEval_S dev: nDCG@5 0.655 → 0.667, recall@10
+# 0.832 unchanged (README "Recall quality").
+COVERAGE = Step.of("coverage", weight=0.2)
+
+# The dense channel's cosine floor in the cold-tier recipes: 0 (only units pointing away
+# from the query dropped) instead of the deployment's RCLL_DENSE_FLOOR (0.30, spec §5's
+# default). MiniLM's cosines between a short question and a 250-token chat chunk are mostly
+# below 0.3 — on LongMemEval_S the floor left the dense channel 1–22 candidates — and RRF
+# already weighs the channel 0.3. Chosen on LoCoMo (full recipe, nDCG@5 / recall@10: floor
+# 0.3 0.561 / 0.760, 0.2 0.565 / 0.762, 0 0.566 / 0.762, none 0.566 / 0.762); confirmed on
+# LongMemEval_S dev (0.651 / 0.835 / session recall_all@5 0.883 → 0.655 / 0.832 / 0.900).
+DENSE = {"floor": 0.0}
+
 # Hybrid weighs the dense channel 0.3 against lexical 1.0 in RRF (k = 60). Measured with
 # benchmarks/fusion_sweep.py, turn level, recall@10 / nDCG@5:
 #   LoCoMo (1,536 q):       BM25 0.601 / 0.439, MiniLM 0.439 / 0.266,
@@ -82,20 +99,24 @@ RECIPES: dict[str, Recipe] = {
     "dense": Recipe("dense", ("dense",), fallback=("lexical",), steps=POST),
     "lexical": Recipe("lexical", ("lexical",), steps=POST),
     # cold: what measured better on both datasets (benchmarks/recall_ablation.py, README
-    # "Recall quality"): hybrid's weights, the lexical channel with neighbour context in
-    # banks of short units, the temporal channel, then the speaker prior, rerank (when a
-    # model is configured), trust, expansion and post-processing.
+    # "Recall quality"): hybrid's weights with the dense channel unfloored (DENSE), the
+    # lexical channel with neighbour context in banks of short units, the temporal channel,
+    # then the speaker prior, rerank (when a model is configured), trust, expansion, query-term
+    # coverage (COVERAGE) and post-processing.
     "cold": Recipe("cold", ("dense", "lexical", "temporal"),
                    {"dense": 0.3, "lexical": 1.0, "temporal": 0.3},
-                   steps=(SPEAKER, Step.of("rerank"), Step.of("trust"), Step.of("expand"), *POST),
-                   params={"lexical": {"context": 0.5, "context_max_avgdl": CONTEXT_MAX_AVGDL}}),
-    # full: cold plus the graph channel — all four channels of spec §5. The graph channel
-    # measured neutral on LoCoMo and negative on LongMemEval at weights 0.05–0.3, so it is
-    # not in the default.
+                   steps=(SPEAKER, Step.of("rerank"), Step.of("trust"), Step.of("expand"),
+                          COVERAGE, *POST),
+                   params={"dense": DENSE,
+                           "lexical": {"context": 0.5, "context_max_avgdl": CONTEXT_MAX_AVGDL}}),
+    # full: cold plus the graph channel — all four channels of spec §5 — the default: it
+    # measures at least as well as cold on both datasets (README "Recall quality").
     "full": Recipe("full", ("dense", "lexical", "graph", "temporal"),
                    {"dense": 0.3, "lexical": 1.0, "graph": 0.1, "temporal": 0.3},
-                   steps=(SPEAKER, Step.of("rerank"), Step.of("trust"), Step.of("expand"), *POST),
-                   params={"lexical": {"context": 0.5, "context_max_avgdl": CONTEXT_MAX_AVGDL}}),
+                   steps=(SPEAKER, Step.of("rerank"), Step.of("trust"), Step.of("expand"),
+                          COVERAGE, *POST),
+                   params={"dense": DENSE,
+                           "lexical": {"context": 0.5, "context_max_avgdl": CONTEXT_MAX_AVGDL}}),
 }
 
 DEFAULT_RECIPE = "full"

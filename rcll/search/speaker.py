@@ -58,7 +58,7 @@ def speaker_step(state: RecallState, boost: float = 0.25, first_person=("user",)
     ``counts["speaker_targets"]``: the targets (sorted), ``counts["speaker_boosted"]``: how
     many units were boosted. ``boost`` is chosen on LoCoMo (benchmarks/bm25_length.py)."""
     n = state.pool_size()
-    pool, rest = state.ranked[:n], state.ranked[n:]
+    pool = state.ranked[:n]
     rows = state.hydrate([uid for uid, _ in pool])
     who = {uid: unit_speaker(rows[uid]["text"]) if uid in rows else None for uid, _ in pool}
     speakers = {s for s in who.values() if s}
@@ -67,12 +67,5 @@ def speaker_step(state: RecallState, boost: float = 0.25, first_person=("user",)
     state.counts["speaker_boosted"] = 0
     if boost <= 0 or not targets or targets >= speakers:
         return
-    out = []
-    for uid, score in pool:
-        if who[uid] in targets:
-            score *= 1 + boost
-            state.note(uid, "speaker", score)
-            state.counts["speaker_boosted"] += 1
-        out.append((uid, score))
-    out.sort(key=lambda p: -p[1])  # stable: ties keep the fused order
-    state.ranked = out + rest  # boosting only raises scores: the pool stays ahead
+    state.counts["speaker_boosted"] = state.boost_pool(
+        {uid for uid, _ in pool if who[uid] in targets}, boost, "speaker")

@@ -76,6 +76,24 @@ class RecallState:
                 self.rows[str(r["id"])] = r
         return self.rows
 
+    def boost_pool(self, chosen: set[str], boost: float, stage: str) -> int:
+        """Multiply by ``1 + boost`` the score of the units of ``chosen`` in the pool (the
+        first :meth:`pool_size` of ``ranked``), noting stage score ``stage`` for each, and
+        re-sort the pool (stable: ties keep their order); the rest stays after it — boosting
+        only raises scores, so the pool stays ahead. Returns how many units were boosted."""
+        n = self.pool_size()
+        pool, rest = self.ranked[:n], self.ranked[n:]
+        out, boosted = [], 0
+        for uid, score in pool:
+            if uid in chosen:
+                score *= 1 + boost
+                self.note(uid, stage, score)
+                boosted += 1
+            out.append((uid, score))
+        out.sort(key=lambda p: -p[1])
+        self.ranked = out + rest
+        return boosted
+
     def note(self, unit_id: str, stage: str, score: float) -> None:
         """Record ``unit_id``'s score at ``stage`` (shown in the result's ``scores``)."""
         self.stage_scores.setdefault(unit_id, {})[stage] = round(float(score), 6)

@@ -17,11 +17,13 @@ from rcll.search.post import collapse_duplicates_step, l0_step, worth_step
 from rcll.search.rerank import rerank_step
 from rcll.search.speaker import speaker_step
 from rcll.search.state import RecallState
+from rcll.search.window import window_step
 
 STEPS: dict[str, Callable[..., None]] = {
     "context": context_step,
     "coverage": coverage_step,
     "speaker": speaker_step,
+    "window": window_step,
     "rerank": rerank_step,
     "trust": trust_step,
     "expand": expand_step,

@@ -34,7 +34,6 @@ from __future__ import annotations
 from rcll.search.channels import ChannelOutput
 from rcll.search.lexical import query_terms
 from rcll.search.models import Candidate
-from rcll.search.query_prep import strip_time_expression
 
 LEXICAL_WEIGHT = 0.5
 CLOSENESS_WEIGHT = 0.1
@@ -49,7 +48,7 @@ def temporal_candidates(conn, scope, pq, ctx, *, scan_cap: int = SCAN_CAP) -> Ch
     if pq.time_window is None:
         return ChannelOutput([], {"window": None})
     start, end = pq.time_window
-    terms = query_terms(conn, strip_time_expression(pq.text, pq.time_expression))
+    terms = query_terms(conn, pq.topic_text)
     where, params = scope.where("u")
     with_vector = pq.vector is not None and pq.model is not None
     cos_sql = ("coalesce(1 - (SELECT e.embedding <=> %(qvec)s FROM memory_embeddings e "

@@ -66,3 +66,39 @@ def test_no_change_with_one_term_or_no_weight(client, worker, services):
         covered, res = _ask(ctx, "cov2", query, "lex+cov", recipes)
         assert covered == plain
         assert "coverage_moved" not in res.counts
+
+
+# -- the time-window prior (rcll.search.window): measured, not in the default recipes ------
+HIKES = [("I hiked in the Alps, a long hike with friends.", "2022-05-15T08:00:00Z"),
+         ("I hiked the Blue Ridge trail with my dog.", "2023-05-20T09:00:00Z")]
+
+
+def test_the_window_step_lifts_the_units_inside_the_window(client, worker, services):
+    r = client.post("/v1/default/banks/win1/memories", json={"items": [
+        {"content": t, "timestamp": ts, "document_id": f"h{i}"}
+        for i, (t, ts) in enumerate(HIKES)] + [
+        {"content": f"Filler note {i} about groceries.", "timestamp": "2023-01-02T08:00:00Z",
+         "document_id": f"f{i}"} for i in range(6)], "async": False})
+    assert r.status_code == 200, r.get_json()
+    ctx = services.recall_context()
+    lex = RECIPES["lexical"]
+    recipes = {"lex": replace(lex, name="lex"),
+               "lex+win": replace(lex, name="lex+win",
+                                  steps=(Step.of("window", boost=1.0), *lex.steps))}
+
+    def ask(recipe, query):
+        q = RecallQuery(query=query, query_timestamp="2023-06-10T12:00:00Z",
+                        trace=True).model_copy(update={"recipe": recipe})
+        res = recall(ctx, "win1", q, recipes=recipes)
+        return [r["text"] for r in res.results], res.counts
+
+    plain, _ = ask("lex", "Where did I hike last May?")
+    assert plain[0] == HIKES[0][0]  # "hike" twice: the 2022 unit wins on BM25
+    # the lexical recipe resolves no window (no temporal channel): the step does nothing
+    same, counts = ask("lex+win", "Where did I hike last May?")
+    assert same == plain and "window_boosted" not in counts
+    recipes["lex+win"] = replace(recipes["lex+win"], channels=("lexical", "temporal"),
+                                 weights={"lexical": 1.0, "temporal": 0.0})
+    lifted, counts = ask("lex+win", "Where did I hike last May?")
+    assert lifted[0] == HIKES[1][0] and counts["window_boosted"] == 1
+    assert sorted(lifted) == sorted(plain)
