@@ -44,14 +44,15 @@ def variants() -> dict[str, Recipe]:
     """The recipes compared: ``hybrid``, ``cold``, ``full`` (cold plus the graph channel: the
     default), and ``cold`` or ``full`` with one part removed or changed."""
     cold, full = RECIPES["cold"], RECIPES["full"]
-    ctx_off = {c: {**p, "context": 0.0} for c, p in cold.params.items()}
+    ctx_off = {**cold.params, "lexical": {**cold.params["lexical"], "context": 0.0}}
     return {
         "hybrid": RECIPES["hybrid"],
         "cold": cold,
         "full": RECIPES["full"],
         "cold - lexical context": _without(cold, "cold - lexical context", params=ctx_off),
         "cold with context everywhere": replace(
-            cold, name="cold with context everywhere", params={"lexical": {"context": 0.5}}),
+            cold, name="cold with context everywhere",
+            params={**cold.params, "lexical": {"context": 0.5}}),
         "cold - temporal": _without(cold, "cold - temporal", channels=("temporal",)),
         "cold - dense": _without(cold, "cold - dense", channels=("dense",)),
         "cold with dense 0.2": replace(cold, name="cold with dense 0.2",
@@ -69,6 +70,17 @@ def variants() -> dict[str, Recipe]:
         "full with dense floor 0.3": replace(
             full, name="full with dense floor 0.3",
             params={**full.params, "dense": {"floor": 0.3}}),
+        **{f"full + lexical feedback {m} terms at {w}": replace(
+            full, name=f"full + lexical feedback {m} terms at {w}",
+            params={**full.params, "lexical": {**full.params["lexical"], "prf_terms": m,
+                                               "prf_weight": w}})
+           for m, w in ((10, 0.3), (10, 0.6), (20, 0.3))},
+        **{f"full + lexical feedback list at {w}": replace(
+            full, name=f"full + lexical feedback list at {w}",
+            weights={**full.weights, "lexical_feedback": w},
+            params={**full.params, "lexical": {**full.params["lexical"], "prf_terms": 10,
+                                               "prf_weight": 0.3, "prf_separate": True}})
+           for w in (0.3, 0.5, 1.0)},
         "full + window 0.5": _with_step(full, "full + window 0.5", Step.of("window", boost=0.5),
                                         before="rerank"),
     }

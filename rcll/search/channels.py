@@ -66,6 +66,9 @@ class ChannelOutput:
 
     candidates: list[Candidate]
     info: dict = field(default_factory=dict)
+    # further rankings the channel computed alongside its own, each fused as an RRF list of
+    # its own named "<channel>_<key>" (weight from the recipe): lexical's "feedback"
+    extra: dict[str, list[Candidate]] = field(default_factory=dict)
 
 
 class Channel(Protocol):
@@ -99,19 +102,30 @@ class LexicalChannel:
     needs_vector = False
 
     def candidates(self, conn, scope, pq, ctx, context: float = 0.0,
-                   context_max_avgdl: float | None = None) -> ChannelOutput:
+                   context_max_avgdl: float | None = None, prf_terms: int = 0,
+                   prf_weight: float = 0.3, prf_separate: bool = False) -> ChannelOutput:
         """``context``: weight γ of the neighbours' words (0 = the unit's own text only),
         applied in banks whose units average ≤ ``context_max_avgdl`` tokens (BM25's avgdl; None:
-        all)."""
+        all). ``prf_terms`` > 0: pseudo-relevance feedback with that many expansion terms
+        at ``prf_weight`` (:func:`rcll.search.lexical.lexical_candidates`); with
+        ``prf_separate`` the expanded ranking is not the channel's own but a second list,
+        ``extra["feedback"]`` (fused as ``lexical_feedback``), so the query's own ranking
+        keeps the head."""
         cands, info = lexical_candidates(conn, scope, pq.request.query,
                                          limit=ctx.candidates_per_channel,
                                          df_cutoff=ctx.lexical_df_cutoff,
                                          context_weight=context,
-                                         context_max_avgdl=context_max_avgdl)
-        return ChannelOutput(cands, {"terms": info.get("terms", []),
-                                     "dropped_terms": info.get("dropped_terms", []),
-                                     "context": info.get("context_weight", 0.0),
-                                     "idf": info.get("idf", {})})
+                                         context_max_avgdl=context_max_avgdl,
+                                         prf_terms=prf_terms, prf_weight=prf_weight,
+                                         prf_separate=prf_separate)
+        extra = {"feedback": info.pop("feedback")} if "feedback" in info else {}
+        out_info = {"terms": info.get("terms", []),
+                    "dropped_terms": info.get("dropped_terms", []),
+                    "context": info.get("context_weight", 0.0),
+                    "idf": info.get("idf", {})}
+        if "expansion_terms" in info:
+            out_info["expansion_terms"] = info["expansion_terms"]
+        return ChannelOutput(cands, out_info, extra)
 
 
 class GraphChannel:

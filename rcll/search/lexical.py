@@ -219,7 +219,10 @@ def lexical_candidates(conn: Connection, scope: CallerScope, query: str, *, limi
                        min_common_df: int = MIN_COMMON_DF, exact_stats_max: int = EXACT_STATS_MAX,
                        stats_sample: int = STATS_SAMPLE,
                        context_weight: float = 0.0,
-                       context_max_avgdl: float | None = None) -> tuple[list[Candidate], dict]:
+                       context_max_avgdl: float | None = None,
+                       prf_terms: int = 0, prf_docs: int = 10,
+                       prf_weight: float = 0.3,
+                       prf_separate: bool = False) -> tuple[list[Candidate], dict]:
     """Up to ``limit`` units of ``scope`` (bank, hierarchy filters, audience and purpose)
     by BM25 of ``query``, best first. N, avgdl and the document frequencies are counted
     over the scope's units only, so an invisible unit changes no score.
@@ -228,6 +231,13 @@ def lexical_candidates(conn: Connection, scope: CallerScope, query: str, *, limi
     (see :data:`_CONTEXT_SQL`); 0 is plain BM25 over the unit's own text. With
     ``context_max_avgdl`` the context applies only in banks whose units average at most that
     many tokens (BM25's avgdl: short chat turns; ``info["context_weight"]`` says what was applied).
+
+    ``prf_terms`` > 0: pseudo-relevance feedback — the ``prf_docs`` best units of a first
+    pass lend up to ``prf_terms`` expansion terms (:func:`_feedback_terms`), scored in a
+    second pass with the weight ``prf_weight`` × the query terms' mean idf × the term's
+    relevance-model weight (best term 1); ``info["expansion_terms"]`` names them. With
+    ``prf_separate`` the first pass stays the answer and the second is returned as
+    ``info["feedback"]`` (candidates, best first; the first pass when no term was found).
 
     Also returns ``{"terms", "dropped_terms", "n_units", "scored_terms", "exact", "idf"}``:
     the kept terms, the common terms dropped, the bank's live unit count N (estimated above
@@ -287,13 +297,66 @@ def lexical_candidates(conn: Connection, scope: CallerScope, query: str, *, limi
     if context_max_avgdl is not None and avgdl > context_max_avgdl:
         context_weight = 0.0
     info["context_weight"] = context_weight
-    if context_weight > 0:
-        vis_o, vparams = scope.visibility("o")  # same parameter names as ``where``'s
-        rows = conn.execute(_CONTEXT_SQL.format(where=where, dl_u=_dl("u"), dl_o=_dl("o"),
-                                                vis_o=vis_o),
-                            {**qparams, **vparams, "gamma": context_weight,
-                             "fanout": CONTEXT_FANOUT}).fetchall()
-    else:
-        rows = conn.execute(_PLAIN_SQL.format(where=where, dl_u=_dl("u")),
-                            qparams).fetchall()
-    return [Candidate(str(r["id"]), i, float(r["score"])) for i, r in enumerate(rows, 1)], info
+    def run(qp: dict) -> list:
+        if context_weight > 0:
+            vis_o, vparams = scope.visibility("o")  # same parameter names as ``where``'s
+            return conn.execute(_CONTEXT_SQL.format(where=where, dl_u=_dl("u"), dl_o=_dl("o"),
+                                                    vis_o=vis_o),
+                                {**qp, **vparams, "gamma": context_weight,
+                                 "fanout": CONTEXT_FANOUT}).fetchall()
+        return conn.execute(_PLAIN_SQL.format(where=where, dl_u=_dl("u")), qp).fetchall()
+
+    rows = run(qparams)
+    mean_idf = sum(idf) / len(idf)
+    if prf_terms > 0 and rows:
+        expansion = _feedback_terms(conn, where, params, rows[:prf_docs], kept, n, common_at,
+                                    prf_terms)
+        info["expansion_terms"] = [t for t, _ in expansion]
+        fed = run({**qparams, "terms": kept + [t for t, _ in expansion],
+                   "idf": idf + [prf_weight * mean_idf * w for _, w in expansion],
+                   "tsq": _tsquery(scored + [t for t, _ in expansion])}) if expansion else rows
+        if prf_separate:
+            info["feedback"] = _candidates(fed)
+        else:
+            rows = fed
+    return _candidates(rows), info
+
+
+def _candidates(rows: list) -> list[Candidate]:
+    return [Candidate(str(r["id"]), i, float(r["score"])) for i, r in enumerate(rows, 1)]
+
+
+def _feedback_terms(conn: Connection, where: str, params: dict, top: list, terms: list[str],
+                    n: int, common_at: int, m: int) -> list[tuple[str, float]]:
+    """Up to ``m`` expansion terms from the feedback units ``top`` (rows with ``id`` and
+    ``score``, best first), RM3-style (Lavrenko & Croft 2001, "Relevance-based language
+    models"; Abdul-Jaleel et al. 2004, "UMass at TREC 2004"): each term's relevance-model
+    weight Σ_d P(t|d) · P(d|q), P(t|d) = tf / |d|, P(d|q) = the unit's BM25 score over the
+    feedback units' sum, times the term's BM25 idf in the scope. Terms of the query, terms
+    in fewer than 2 units (no other unit to find) and common terms (≥ ``common_at`` units,
+    the channel's pruning rule) are left out. Returns ``[(term, weight)]``, best first, the
+    weights scaled so the best is 1."""
+    total = sum(float(r["score"]) for r in top) or 1.0
+    cand = conn.execute(
+        f"""SELECT t.lexeme, sum(coalesce(array_length(t.positions, 1), 1)::float8
+                                 / greatest({_dl("u")}, 1) * f.w) AS rm
+            FROM unnest(%(ids)s::uuid[], %(ws)s::float8[]) AS f(id, w)
+            JOIN memory_units u ON u.id = f.id
+            CROSS JOIN LATERAL unnest(u.tsv) AS t
+            WHERE NOT (t.lexeme = ANY(%(terms)s::text[])) AND length(t.lexeme) >= 3
+              AND t.lexeme !~ '^[0-9]+$'
+            GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT %(k)s""",
+        {"ids": [r["id"] for r in top], "ws": [float(r["score"]) / total for r in top],
+         "terms": terms, "k": 3 * m}).fetchall()
+    if not cand:
+        return []
+    df = _doc_freqs(conn, where, params, [r["lexeme"] for r in cand], common_at)
+    scored = []
+    for r in cand:
+        d = df.get(r["lexeme"], 0)
+        if 2 <= d < common_at:
+            idf = math.log(1 + (max(n - d, 0) + 0.5) / (d + 0.5))
+            scored.append((r["lexeme"], float(r["rm"]) * idf))
+    scored.sort(key=lambda p: -p[1])
+    best = scored[0][1] if scored else 1.0
+    return [(t, w / best) for t, w in scored[:m]]

@@ -147,6 +147,8 @@ def recall(ctx: RecallContext, bank_id: str, q: RecallQuery,
 
             t = time.perf_counter()
             ranked = {name: out.candidates for name, out in state.outputs.items()}
+            ranked.update({f"{name}_{key}": cands for name, out in state.outputs.items()
+                           for key, cands in out.extra.items()})
             state.ranked = rrf(ranked, k=ctx.rrf_k, weights=recipe.weights)
             n_fused = len(state.ranked)
             for uid, score in state.ranked:

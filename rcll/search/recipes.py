@@ -44,7 +44,8 @@ class Recipe:
     def describe(self) -> dict:
         """The recipe as JSON: ``{"name", "channels", "weights", "steps": [{name, params}]}``."""
         return {"name": self.name, "channels": list(self.channels),
-                "weights": {c: self.weights.get(c, 1.0) for c in self.channels},
+                "weights": {**{c: self.weights.get(c, 1.0) for c in self.channels},
+                            **{k: w for k, w in self.weights.items() if k not in self.channels}},
                 "params": {c: dict(p) for c, p in self.params.items()},
                 "steps": [{"name": s.name, "params": dict(s.params)} for s in self.steps]}
 
