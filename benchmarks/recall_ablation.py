@@ -62,9 +62,12 @@ def variants() -> dict[str, Recipe]:
         "cold - speaker": _without(cold, "cold - speaker", steps=("speaker",)),
         "cold - post": _without(cold, "cold - post",
                                 steps=("collapse_duplicates", "worth", "l0")),
-        "cold + session step": replace(cold, name="cold + session step",
-                                       steps=(Step.of("context", session=0.25), *cold.steps)),
+        "cold - session step": _without(cold, "cold - session step", steps=("context",)),
         "full - coverage": _without(full, "full - coverage", steps=("coverage",)),
+        "full - session step": _without(full, "full - session step", steps=("context",)),
+        **{f"full with session step {b}": _with_param(full, f"full with session step {b}",
+                                                      "context", session=b)
+           for b in (0.1, 0.5)},
         **{f"full with coverage {w}": _with_param(full, f"full with coverage {w}", "coverage",
                                                   weight=w) for w in (0.1, 0.3)},
         "full with dense floor 0.3": replace(

@@ -70,6 +70,14 @@ POST = (Step.of("worth"), Step.of("l0"), Step.of("collapse_duplicates", cosine=0
 # LongMemEval_S dev (README "Recall quality").
 SPEAKER = Step.of("speaker", boost=0.25)
 
+# Session-then-turn scoring (rcll.search.context: each unit lifted by β × the best fused score
+# of its episode) with β = 0.25, first after fusion. Chosen on LoCoMo (1,536 q, full recipe
+# with coverage, turn nDCG@5 / recall@10 / session recall_all@5): without 0.582 / 0.764 /
+# 0.809, β 0.1 0.586 / 0.768 / 0.809, 0.25 0.590 / 0.774 / 0.811, 0.5 0.591 / 0.776 / 0.808
+# (0.25: the turn metrics' plateau, the best session figure). Confirmed on LongMemEval_S
+# dev: 0.667 / 0.832 / 0.883 → 0.668 / 0.849 / 0.883.
+SESSION = Step.of("context", session=0.25)
+
 # Query-term coverage (rcll.search.coverage: xQuAD over the query's lexical terms) with
 # λ = 0.2, on the fused order before post-processing. Chosen on LoCoMo (1,536 q, full recipe,
 # unfloored dense, turn nDCG@5 / recall@10): λ 0 0.566 / 0.762, 0.1 0.577 / 0.763,
@@ -102,20 +110,20 @@ RECIPES: dict[str, Recipe] = {
     # cold: what measured better on both datasets (benchmarks/recall_ablation.py, README
     # "Recall quality"): hybrid's weights with the dense channel unfloored (DENSE), the
     # lexical channel with neighbour context in banks of short units, the temporal channel,
-    # then the speaker prior, rerank (when a model is configured), trust, expansion, query-term
-    # coverage (COVERAGE) and post-processing.
+    # then session-then-turn scoring (SESSION), the speaker prior, rerank (when a model is
+    # configured), trust, expansion, query-term coverage (COVERAGE) and post-processing.
     "cold": Recipe("cold", ("dense", "lexical", "temporal"),
                    {"dense": 0.3, "lexical": 1.0, "temporal": 0.3},
-                   steps=(SPEAKER, Step.of("rerank"), Step.of("trust"), Step.of("expand"),
-                          COVERAGE, *POST),
+                   steps=(SESSION, SPEAKER, Step.of("rerank"), Step.of("trust"),
+                          Step.of("expand"), COVERAGE, *POST),
                    params={"dense": DENSE,
                            "lexical": {"context": 0.5, "context_max_avgdl": CONTEXT_MAX_AVGDL}}),
     # full: cold plus the graph channel — all four channels of spec §5 — the default: it
     # measures at least as well as cold on both datasets (README "Recall quality").
     "full": Recipe("full", ("dense", "lexical", "graph", "temporal"),
                    {"dense": 0.3, "lexical": 1.0, "graph": 0.1, "temporal": 0.3},
-                   steps=(SPEAKER, Step.of("rerank"), Step.of("trust"), Step.of("expand"),
-                          COVERAGE, *POST),
+                   steps=(SESSION, SPEAKER, Step.of("rerank"), Step.of("trust"),
+                          Step.of("expand"), COVERAGE, *POST),
                    params={"dense": DENSE,
                            "lexical": {"context": 0.5, "context_max_avgdl": CONTEXT_MAX_AVGDL}}),
 }

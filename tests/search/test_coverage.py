@@ -102,3 +102,18 @@ def test_the_window_step_lifts_the_units_inside_the_window(client, worker, servi
     lifted, counts = ask("lex+win", "Where did I hike last May?")
     assert lifted[0] == HIKES[1][0] and counts["window_boosted"] == 1
     assert sorted(lifted) == sorted(plain)
+
+
+# -- a failing channel (rcll.search.recall._run_channels) -----------------------------------
+def test_a_failing_channel_is_named_and_the_rest_answer(client, worker, services, monkeypatch):
+    _retain(client, "par2", [*HAWAII, YORK, *FILLER])
+    from rcll.search.channels import CHANNELS
+
+    def boom(*a, **k):
+        raise RuntimeError("graph down")
+
+    monkeypatch.setattr(CHANNELS["graph"], "candidates", boom)
+    res = recall(services.recall_context(), "par2",
+                 RecallQuery(query="Hawaii days", recipe="full"))
+    assert "graph: RuntimeError" in res.degraded
+    assert res.channels == ["dense", "lexical", "temporal"] and res.results
