@@ -70,6 +70,11 @@ def variants() -> dict[str, Recipe]:
            for b in (0.1, 0.5)},
         **{f"full with coverage {w}": _with_param(full, f"full with coverage {w}", "coverage",
                                                   weight=w) for w in (0.1, 0.3)},
+        "full with session pool 100": _with_param(full, "full with session pool 100",
+                                                  "context", pool=100),
+        "full with session pool 100 + dense floor 0.3": replace(
+            _with_param(full, "full with session pool 100 + dense floor 0.3", "context",
+                        pool=100), params={**full.params, "dense": {"floor": 0.3}}),
         "full with dense floor 0.3": replace(
             full, name="full with dense floor 0.3",
             params={**full.params, "dense": {"floor": 0.3}}),

@@ -3,7 +3,8 @@
 Asks every n-th LoCoMo question of banks ``rcll eval locomo`` already ingested, once per
 recipe, the recipes in alternating order question by question (so load drift on a shared
 machine hits them alike), and prints p50/p95/mean wall ms per recipe and the ratio of each
-p50 to the first recipe's:
+p50 to the first recipe's. It asks the cold tier only (``--tiers cold``, the default), so
+every answer runs its recipe's pipeline:
 
     python benchmarks/recall_http.py ../shared/data/locomo --recipes hybrid,full
     python benchmarks/recall_http.py ../shared/data/locomo --recipes full \
@@ -31,6 +32,9 @@ def main() -> None:
     ap.add_argument("--recipes", default="hybrid,full")
     ap.add_argument("--url", action="append", default=None,
                     help="server base URL, or name=url (repeatable); default the dev API")
+    ap.add_argument("--tiers", default="cold",
+                    help="cascade tiers to ask (default cold: the recipe's pipeline, never an "
+                         "answer tier 1 kept from an earlier run; 'all' = the server's plan)")
     ap.add_argument("--every", type=int, default=4)
     ap.add_argument("--limit", type=int, default=50)
     ap.add_argument("--out", default=None)
@@ -49,9 +53,12 @@ def main() -> None:
             order = combos if i % 2 == 0 else combos[::-1]
             for r, n, url in order:
                 t = time.perf_counter()
+                body = {"query": q.query, "recipe": r, "limit": args.limit,
+                        "max_tokens": 200_000}
+                if args.tiers != "all":
+                    body["tiers"] = args.tiers.split(",")
                 resp = http.post(f"{url}/v1/default/banks/{q.bank_id}/memories/recall",
-                                 json={"query": q.query, "recipe": r, "limit": args.limit,
-                                       "max_tokens": 200_000})
+                                 json=body)
                 ms = (time.perf_counter() - t) * 1000
                 resp.raise_for_status()
                 lat[f"{r}@{n}"].append(ms)

@@ -44,15 +44,26 @@ def coverage_step(state: RecallState, weight: float = 0.2, pool: int = 50) -> No
     s_max = max(s for _, s in head) or 1.0
     rel = {uid: s / s_max for uid, s in head}
     uncovered = set(terms)
-    left = [uid for uid, _ in head]
+    left = [uid for uid, _ in head]  # in fused order
     order: list[str] = []
     while left:
-        best, best_v = None, -1.0
+        # the best unit adding nothing new is the first left (fused order); only units
+        # holding an uncovered term can beat it
+        best, best_v = left[0], (1 - weight) * rel[left[0]]
+        gaining = False
         for uid in left:  # ties keep the fused order (strict >)
-            gain = sum(p[t] for t in held.get(uid, ()) if t in uncovered)
-            v = (1 - weight) * rel[uid] + weight * gain
+            new_terms = held.get(uid, set()) & uncovered
+            if not new_terms:
+                continue
+            gaining = True
+            v = (1 - weight) * rel[uid] + weight * sum(p[t] for t in new_terms)
             if v > best_v:
                 best, best_v = uid, v
+        if not gaining:  # nothing left to cover: the rest keeps its fused order
+            for uid in left:
+                state.note(uid, "coverage", (1 - weight) * rel[uid])
+            order += left
+            break
         order.append(best)
         left.remove(best)
         uncovered -= held.get(best, set())

@@ -19,12 +19,16 @@ def _scope(bank, q):
     return CallerScope.for_query(bank, q, None)
 
 
-def test_feedback_terms_find_a_unit_without_the_query_word(client, services):
-    bank = "prf1"
+def _retain(client, bank):
     r = client.post(f"/v1/default/banks/{bank}/memories", json={
         "items": [{"content": t, "document_id": k} for k, t in {**DOCS, **FILLER}.items()],
         "async": False})
     assert r.status_code == 200, r.get_json()
+
+
+def test_feedback_terms_find_a_unit_without_the_query_word(client, services):
+    bank = "prf1"
+    _retain(client, bank)
     q = RecallQuery(query="Which furniture did we buy?")
     with services.pool.connection() as conn:
         ids = {str(row["id"]): row["document_id"] for row in conn.execute(
@@ -47,10 +51,7 @@ def test_feedback_terms_find_a_unit_without_the_query_word(client, services):
 
 def test_a_separate_feedback_list_leaves_the_query_ranking_alone(client, services):
     bank = "prf2"
-    r = client.post(f"/v1/default/banks/{bank}/memories", json={
-        "items": [{"content": t, "document_id": k} for k, t in {**DOCS, **FILLER}.items()],
-        "async": False})
-    assert r.status_code == 200, r.get_json()
+    _retain(client, bank)
     q = RecallQuery(query="Which furniture did we buy?")
     with services.pool.connection() as conn:
         plain, _ = lexical_candidates(conn, _scope(bank, q), q.query, limit=10, df_cutoff=0.15)
@@ -69,10 +70,7 @@ def test_the_feedback_list_is_fused_under_its_own_name(client, services):
     from rcll.search.recall import recall
     from rcll.search.recipes import RECIPES
     bank = "prf3"
-    r = client.post(f"/v1/default/banks/{bank}/memories", json={
-        "items": [{"content": t, "document_id": k} for k, t in {**DOCS, **FILLER}.items()],
-        "async": False})
-    assert r.status_code == 200, r.get_json()
+    _retain(client, bank)
     lex = RECIPES["lexical"]
     recipes = {"lex+fb": replace(lex, name="lex+fb", weights={"lexical": 1.0,
                                                               "lexical_feedback": 0.5},
