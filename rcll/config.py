@@ -159,7 +159,9 @@ class Settings(BaseSettings):
     # --- read path ------------------------------------------------------------------------
     candidates_per_channel: int = Field(300, description="Candidates each recall channel "
                                         "returns before fusion.")
-    dense_floor: float = Field(0.30, description="Cosine floor of the dense channel (spec §5).")
+    dense_floor: float = Field(0.30, description="Cosine floor of the dense channel (spec §5) "
+                               "for recipes that set none (hybrid, dense); cold and full set 0 "
+                               "(README \"Recall quality\").")
     rrf_k: int = Field(60, description="Reciprocal rank fusion constant (Cormack et al., 2009).")
     lexical_df_cutoff: float = Field(
         0.15, description="From three query terms up, drop terms in >= this share of the bank's units."
