@@ -290,7 +290,7 @@ def lexical_candidates(conn: Connection, scope: CallerScope, query: str, *, limi
         total += df[t]
     info["scored_terms"] = scored
     info["exact"] = len(scored) == len(kept) and sampled is None
-    idf = [math.log(1 + (max(n - df[t], 0) + 0.5) / (df[t] + 0.5)) for t in kept]
+    idf = [_idf(n, df[t]) for t in kept]
     info["idf"] = {t: round(w, 4) for t, w in zip(kept, idf, strict=True)}
     qparams = {**params, "terms": kept, "idf": idf, "tsq": _tsquery(scored), "k1": K1,
                "k1p1": K1 + 1, "b": B, "avgdl": avgdl, "limit": limit}
@@ -307,8 +307,8 @@ def lexical_candidates(conn: Connection, scope: CallerScope, query: str, *, limi
         return conn.execute(_PLAIN_SQL.format(where=where, dl_u=_dl("u")), qp).fetchall()
 
     rows = run(qparams)
-    mean_idf = sum(idf) / len(idf)
     if prf_terms > 0 and rows:
+        mean_idf = sum(idf) / len(idf)
         expansion = _feedback_terms(conn, where, params, rows[:prf_docs], kept, n, common_at,
                                     prf_terms)
         info["expansion_terms"] = [t for t, _ in expansion]
@@ -320,6 +320,11 @@ def lexical_candidates(conn: Connection, scope: CallerScope, query: str, *, limi
         else:
             rows = fed
     return _candidates(rows), info
+
+
+def _idf(n: int, df: float) -> float:
+    """BM25's idf of a term in ``df`` of ``n`` units: ln(1 + (N − df + ½) / (df + ½))."""
+    return math.log(1 + (max(n - df, 0) + 0.5) / (df + 0.5))
 
 
 def _candidates(rows: list) -> list[Candidate]:
@@ -355,8 +360,7 @@ def _feedback_terms(conn: Connection, where: str, params: dict, top: list, terms
     for r in cand:
         d = df.get(r["lexeme"], 0)
         if 2 <= d < common_at:
-            idf = math.log(1 + (max(n - d, 0) + 0.5) / (d + 0.5))
-            scored.append((r["lexeme"], float(r["rm"]) * idf))
+            scored.append((r["lexeme"], float(r["rm"]) * _idf(n, d)))
     scored.sort(key=lambda p: -p[1])
     best = scored[0][1] if scored else 1.0
     return [(t, w / best) for t, w in scored[:m]]
