@@ -65,10 +65,17 @@ CONTEXT_FANOUT = 8
 # token count (migration 0015). benchmarks/bm25_length.py substitutes inline definitions to
 # compare length notions side by side on one database.
 DOC_LEN = "{u}.tsv_len"
+# The stored neighbour length Σ w · tsv_len (migration 0018): only right for the stored
+# token count; with another DOC_LEN the sum is computed at query time.
+NEIGHBOUR_LEN = "{u}.nb_len"
 
 
 def _dl(alias: str) -> str:
     return DOC_LEN.format(u=alias)
+
+
+def _nb_len(alias: str) -> str:
+    return NEIGHBOUR_LEN.format(u=alias) if DOC_LEN == "{u}.tsv_len" else "NULL::real"
 
 
 # tf from the unit's tsvector reduced to the query's lexemes (setweight marks them,
@@ -97,7 +104,10 @@ LIMIT %(limit)s"""
 # rcll.store.entity_links.temporal). A turn that answers "yes, last Tuesday!" to a question
 # about the parade is found by "parade". Only units in scope contribute words and only units
 # in scope are ranked. The average length is the candidates' mean augmented length scaled
-# to the bank: avgdl · mean(dl_aug / dl). The returned text stays the unit's own.
+# to the bank: avgdl · mean(dl_aug / dl). The returned text stays the unit's own. The
+# neighbours' length Σ w · dl is read from ``memory_units.nb_len``, which triggers keep
+# (migration 0018); where it is NULL (a neighbour with another audience or purposes, whose
+# visibility depends on the caller) it is summed here over the neighbours the caller sees.
 _CONTEXT_SQL = """
 WITH qt AS (SELECT * FROM unnest(%(terms)s::text[], %(idf)s::float8[]) AS qt(term, idf)),
      m AS MATERIALIZED (
@@ -123,19 +133,19 @@ WITH qt AS (SELECT * FROM unnest(%(terms)s::text[], %(idf)s::float8[]) AS qt(ter
              FROM mn JOIN mt ON mt.id = mn.id) c
          GROUP BY 1, 2),
      tgt AS MATERIALIZED (
-         SELECT u.id, u.dl, u.dl + coalesce(n.len, 0) AS dl_aug
-         FROM (SELECT DISTINCT target FROM agg) a
-         CROSS JOIN LATERAL (SELECT u.id, ({dl_u})::float8 AS dl FROM memory_units u
-                             WHERE u.id = a.target AND {where} LIMIT 1) u
-         CROSS JOIN LATERAL (
-             SELECT %(gamma)s * sum(l.weight * ({dl_o})) AS len FROM (
+         SELECT u.id, u.dl, u.dl + %(gamma)s * coalesce(u.nb_len, (
+             SELECT sum(l.weight * ({dl_o})) FROM (
                  SELECT to_unit AS nb, weight FROM memory_links
                  WHERE from_unit = u.id AND type = 'temporal'
                  UNION ALL
                  SELECT from_unit, weight FROM memory_links
                  WHERE to_unit = u.id AND type = 'temporal'
                  LIMIT %(fanout)s) l
-             JOIN memory_units o ON o.id = l.nb AND {vis_o}) n),
+             JOIN memory_units o ON o.id = l.nb AND {vis_o}), 0) AS dl_aug
+         FROM (SELECT DISTINCT target FROM agg) a
+         CROSS JOIN LATERAL (SELECT u.id, ({dl_u})::float8 AS dl, {nb_u} AS nb_len
+                             FROM memory_units u
+                             WHERE u.id = a.target AND {where} LIMIT 1) u),
      norm AS MATERIALIZED (
          SELECT %(avgdl)s * coalesce(avg(dl_aug / greatest(dl, 1)), 1) AS avgdl FROM tgt)
 SELECT g.id, sum(qt.idf * (a.tf * %(k1p1)s)
@@ -301,7 +311,7 @@ def lexical_candidates(conn: Connection, scope: CallerScope, query: str, *, limi
         if context_weight > 0:
             vis_o, vparams = scope.visibility("o")  # same parameter names as ``where``'s
             return conn.execute(_CONTEXT_SQL.format(where=where, dl_u=_dl("u"), dl_o=_dl("o"),
-                                                    vis_o=vis_o),
+                                                    nb_u=_nb_len("u"), vis_o=vis_o),
                                 {**qp, **vparams, "gamma": context_weight,
                                  "fanout": CONTEXT_FANOUT}).fetchall()
         return conn.execute(_PLAIN_SQL.format(where=where, dl_u=_dl("u")), qp).fetchall()

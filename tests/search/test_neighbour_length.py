@@ -1,0 +1,145 @@
+"""The stored neighbour length (migration 0018) the lexical channel's context field reads:
+equal to the sum over the links after retain, kept by the triggers through edits, audience
+changes, new links and deletes, NULL where visibility depends on the caller, and ranking
+exactly as the query-time sum did."""
+
+import psycopg
+import pytest
+from alembic import command
+
+from rcll.dev import postgres
+from rcll.search import lexical
+from rcll.search.models import RecallQuery
+from rcll.search.scope import CallerScope
+from rcll.store import migrate, unit_edits
+
+TS = "2023-05-08T13:56:00Z"
+TURNS = [
+    "Ana: Did you go to the pride parade downtown?",
+    "Ben: Yes, I went last Tuesday with my sister, it was amazing and very loud!",
+    "Ana: I love that. What else is new?",
+    "Ben: I started pottery classes, my first bowl cracked in the kiln.",
+    "Ana: Pottery is hard, keep at it.",
+    "Ben: The weather was lovely all week at the parade and after.",
+]
+
+LIVE = """SELECT u.id, (SELECT coalesce(sum(l.weight * o.tsv_len), 0) FROM (
+              SELECT to_unit AS nb, weight FROM memory_links
+              WHERE from_unit = u.id AND type = 'temporal'
+              UNION ALL
+              SELECT from_unit, weight FROM memory_links
+              WHERE to_unit = u.id AND type = 'temporal') l
+          JOIN memory_units o ON o.id = l.nb) AS live, u.nb_len
+          FROM memory_units u WHERE u.bank_id = %s"""
+
+
+def _retain(client, bank, turns=TURNS, prefix="t"):
+    items = [{"content": t, "timestamp": TS, "context": "session 1",
+              "document_id": f"{prefix}{i}"} for i, t in enumerate(turns)]
+    r = client.post(f"/v1/default/banks/{bank}/memories", json={"items": items, "async": False})
+    assert r.status_code == 200, r.get_json()
+
+
+def _lengths(conn, bank):
+    return {str(r["id"]): (r["live"], r["nb_len"]) for r in conn.execute(LIVE, (bank,))}
+
+
+def _ids(conn, bank):
+    return {r["document_id"]: str(r["id"]) for r in conn.execute(
+        "SELECT d.document_id, u.id FROM memory_units u JOIN documents d "
+        "ON d.id = u.document_id WHERE u.bank_id = %s", (bank,)).fetchall()}
+
+
+def test_stored_length_equals_the_sum_over_links_after_retain(client, worker, services):
+    _retain(client, "nbl1")
+    with services.pool.connection() as conn:
+        lengths = _lengths(conn, "nbl1")
+        links = conn.execute("SELECT count(*) AS n FROM memory_links WHERE bank_id = 'nbl1' "
+                             "AND type = 'temporal'").fetchone()["n"]
+    assert links >= 5  # a conversation: every turn linked to the ones before it
+    assert all(live > 0 for live, _ in lengths.values())
+    assert {uid: pytest.approx(live) for uid, (live, _) in lengths.items()} == \
+        {uid: stored for uid, (_, stored) in lengths.items()}
+
+
+def test_triggers_follow_edits_audience_and_deletes(client, worker, services):
+    _retain(client, "nbl2")
+    with services.pool.connection() as conn:
+        ids = _ids(conn, "nbl2")
+        before = _lengths(conn, "nbl2")
+        row = conn.execute("SELECT * FROM memory_units WHERE id = %s", (ids["t1"],)).fetchone()
+        assert unit_edits.update(conn, ids["t1"], row["revision"],
+                                 {"text": row["text"] + " We also saw the fireworks, the "
+                                                        "floats, the bands and the dancers."},
+                                 token_count=40) is not None
+        edited = _lengths(conn, "nbl2")
+        # t1 got longer: every unit linked to it has a longer neighbour length, others not
+        nbs = {str(r["nb"]) for r in conn.execute(
+            "SELECT to_unit AS nb FROM memory_links WHERE from_unit = %s AND type = 'temporal' "
+            "UNION SELECT from_unit FROM memory_links WHERE to_unit = %s AND type = 'temporal'",
+            (ids["t1"], ids["t1"]))}
+        assert nbs and all(edited[u][1] > before[u][1] for u in nbs)
+        assert all(edited[u][1] == before[u][1] for u in edited if u not in nbs)
+        assert all(edited[u][1] == pytest.approx(edited[u][0]) for u in edited)
+        # another audience on t2: its neighbours' visibility now depends on the caller
+        conn.execute("UPDATE memory_units SET audience = 'alice' WHERE id = %s", (ids["t2"],))
+        mixed = _lengths(conn, "nbl2")
+        t2_nbs = {str(r["nb"]) for r in conn.execute(
+            "SELECT to_unit AS nb FROM memory_links WHERE from_unit = %s AND type = 'temporal' "
+            "UNION SELECT from_unit FROM memory_links WHERE to_unit = %s AND type = 'temporal'",
+            (ids["t2"], ids["t2"]))}
+        assert mixed[ids["t2"]][1] is None and all(mixed[u][1] is None for u in t2_nbs)
+        conn.execute("UPDATE memory_units SET audience = 'bank' WHERE id = %s", (ids["t2"],))
+        assert _lengths(conn, "nbl2") == edited
+        # deleting a unit (its links cascade) shortens its neighbours
+        conn.execute("DELETE FROM memory_units WHERE id = %s", (ids["t5"],))
+        after = _lengths(conn, "nbl2")
+        assert all(after[u][1] == pytest.approx(after[u][0]) for u in after)
+        assert after[ids["t4"]][1] < edited[ids["t4"]][1]
+
+
+def test_stored_and_query_time_lengths_rank_alike(client, worker, services, monkeypatch):
+    _retain(client, "nbl3")
+    _retain(client, "nbl3", turns=[t.replace("Ana", "Cleo") + " (again)" for t in TURNS],
+            prefix="s")
+    with services.pool.connection() as conn:
+        conn.execute("UPDATE memory_units SET audience = 'alice' WHERE id = %s",
+                     (_ids(conn, "nbl3")["t3"],))  # one neighbour the caller cannot see
+        scopes = [CallerScope.for_query("nbl3", RecallQuery(query="q"), None),
+                  CallerScope(bank_id="nbl3", all_audiences=False, member_id="bob")]
+        for query in ("parade", "pottery bowl kiln", "weather week"):
+            for scope in scopes:
+                stored, _ = lexical.lexical_candidates(conn, scope, query, limit=20,
+                                                       df_cutoff=0.15, context_weight=0.5)
+                monkeypatch.setattr(lexical, "NEIGHBOUR_LEN", "NULL::real")
+                live, _ = lexical.lexical_candidates(conn, scope, query, limit=20,
+                                                     df_cutoff=0.15, context_weight=0.5)
+                monkeypatch.undo()
+                assert stored, query
+                assert [c.unit_id for c in stored] == [c.unit_id for c in live]
+                assert [c.score for c in stored] == pytest.approx([c.score for c in live])
+
+
+def test_migration_0018_fills_existing_units(settings):
+    db = "rcll_mig18"
+    postgres.create_database(settings, db, drop=True)
+    url = f"postgresql://rcll@127.0.0.1:{settings.pg_port}/{db}"
+    migrate.upgrade(settings, url, "0017")
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("INSERT INTO memory_banks (id, name) VALUES ('m', 'm')")
+        a, b, c = (conn.execute("INSERT INTO memory_units (bank_id, text) VALUES ('m', %s) "
+                                "RETURNING id, tsv_len", (t,)).fetchone()
+                   for t in ("one two three", "four five", "six"))
+        conn.execute("INSERT INTO memory_links (from_unit, to_unit, bank_id, type, weight) "
+                     "VALUES (%s, %s, 'm', 'temporal', 0.5), (%s, %s, 'm', 'temporal', 1.0)",
+                     (b[0], a[0], c[0], b[0]))
+    migrate.upgrade(settings, url, "0018")
+    with psycopg.connect(url, autocommit=True) as conn:
+        got = dict(conn.execute("SELECT id, nb_len FROM memory_units").fetchall())
+    command.downgrade(migrate.alembic_config(url), "0017")
+    with psycopg.connect(url, autocommit=True) as conn:
+        cols = conn.execute("SELECT count(*) FROM information_schema.columns WHERE "
+                            "table_name = 'memory_units' AND column_name = 'nb_len'").fetchone()
+    assert (a[1], b[1], c[1]) == (3, 2, 1)
+    assert got == {a[0]: 0.5 * 2, b[0]: 0.5 * 3 + 1.0 * 1, c[0]: 1.0 * 2}
+    assert cols[0] == 0
