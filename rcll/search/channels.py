@@ -69,6 +69,9 @@ class ChannelOutput:
     # further rankings the channel computed alongside its own, each fused as an RRF list of
     # its own named "<channel>_<key>" (weight from the recipe): lexical's "feedback"
     extra: dict[str, list[Candidate]] = field(default_factory=dict)
+    # what later steps read of the channel's work and the response does not show: lexical's
+    # "held" ({unit_id: query terms its own text holds}) and "held_complete"
+    private: dict = field(default_factory=dict)
 
 
 class Channel(Protocol):
@@ -119,13 +122,15 @@ class LexicalChannel:
                                          prf_terms=prf_terms, prf_weight=prf_weight,
                                          prf_separate=prf_separate)
         extra = {"feedback": info.pop("feedback")} if "feedback" in info else {}
+        private = {"held": info.pop("held", {}),
+                   "held_complete": info.pop("held_complete", False)}
         out_info = {"terms": info.get("terms", []),
                     "dropped_terms": info.get("dropped_terms", []),
                     "context": info.get("context_weight", 0.0),
                     "idf": info.get("idf", {})}
         if "expansion_terms" in info:
             out_info["expansion_terms"] = info["expansion_terms"]
-        return ChannelOutput(cands, out_info, extra)
+        return ChannelOutput(cands, out_info, extra, private)
 
 
 class GraphChannel:

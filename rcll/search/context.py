@@ -40,14 +40,21 @@ def context_step(state: RecallState, session: float = 0.25, pool: int = 300) -> 
 
 
 def _contexts(state: RecallState, ids: list[str]) -> dict[str, str | None]:
-    """``{unit_id: context}`` for ``ids``: from the hydrated rows where loaded, else one
-    narrow SELECT (the ids come from the scoped channels; only their ``context`` is read,
-    which no result shows — hydrating the whole rows of a 300-unit pool cost 4 ms)."""
-    out = {uid: state.rows[uid]["context"] for uid in ids if uid in state.rows}
-    missing = [uid for uid in ids if uid not in out]
+    """``{unit_id: context}`` for ``ids`` (best first). The first ``state.pool_size()`` are
+    hydrated — the speaker step and the response read those rows next, so this costs them no
+    query of their own (a separate SELECT of ``context`` was 1.5 ms of an HTTP recall on
+    LoCoMo at limit 50, where the pool is the whole head) —, the rest (a small limit) in one
+    narrow SELECT of ``context`` alone. A unit the scope hides is never loaded and counts
+    as its own episode."""
+    n = state.pool_size()
+    rows = state.hydrate(ids[:n])
+    out = {uid: rows[uid]["context"] for uid in ids if uid in rows}
+    missing = [uid for uid in ids[n:] if uid not in out]
     if missing:
+        vis, vparams = state.scope.visibility("u")
         for r in state.conn.execute(
-                "SELECT id, context FROM memory_units WHERE id = ANY(%s::uuid[])",
-                ("{" + ",".join(missing) + "}",)).fetchall():
+                f"""SELECT u.id, u.context FROM memory_units u
+                    WHERE u.id = ANY(%(ids)s::uuid[]) AND {vis}""",
+                {**vparams, "ids": "{" + ",".join(missing) + "}"}).fetchall():
             out[str(r["id"])] = r["context"]
     return out

@@ -31,14 +31,16 @@ def coverage_step(state: RecallState, weight: float = 0.2, pool: int = 50) -> No
     untouched. Needs the lexical channel's output (its terms and idf) — without it, or with
     fewer than two terms, nothing changes. Stage score ``coverage``: the objective when the
     unit was picked; ``counts["coverage_moved"]``: how many of the head changed position.
-    Raises nothing; reads only (one SELECT of the head's ``tsvector`` terms)."""
+    Raises nothing; reads only: the terms each unit holds come from the lexical channel's
+    ``private["held"]``, and one SELECT of the ``tsvector`` terms of head units it cannot
+    vouch for (none when it saw every unit holding a term: ``held_complete``)."""
     lexical = state.outputs.get("lexical")
     idf: dict[str, float] = dict(lexical.info.get("idf") or {}) if lexical else {}
     if weight <= 0 or len(idf) < 2 or len(state.ranked) < 2:
         return
     head, tail = state.ranked[:pool], state.ranked[pool:]
     terms = list(idf)
-    held = _terms_held(state, [uid for uid, _ in head], terms)
+    held = _terms_held(state, [uid for uid, _ in head], terms, lexical.private)
     total = sum(idf.values()) or 1.0
     p = {t: idf[t] / total for t in terms}
     s_max = max(s for _, s in head) or 1.0
@@ -74,14 +76,23 @@ def coverage_step(state: RecallState, weight: float = 0.2, pool: int = 50) -> No
     state.ranked = list(zip(order, scores, strict=True)) + tail
 
 
-def _terms_held(state: RecallState, ids: list[str], terms: list[str]) -> dict[str, set[str]]:
-    """``{unit_id: the query terms its tsvector holds}`` for ``ids`` (one SELECT)."""
-    if not ids:
-        return {}
-    rows = state.conn.execute(
-        """SELECT u.id, array(SELECT t.lexeme FROM unnest(
-                      ts_filter(setweight(u.tsv, 'A', %(terms)s::text[]), '{a}')) AS t)
-                  AS held
-           FROM memory_units u WHERE u.id = ANY(%(ids)s::uuid[])""",
-        {"terms": terms, "ids": ids}).fetchall()
-    return {str(r["id"]): set(r["held"]) for r in rows}
+def _terms_held(state: RecallState, ids: list[str], terms: list[str],
+                known: dict | None = None) -> dict[str, set[str]]:
+    """``{unit_id: the query terms of ``terms`` its own text holds}`` for ``ids``: from the
+    lexical channel's ``known["held"]`` where it has the unit (or vouches, with
+    ``held_complete``, that a unit it did not return holds none), else one SELECT of the
+    units' ``tsvector``. The channel's lists can hold feedback terms: only ``terms`` count."""
+    known = known or {}
+    from_channel = known.get("held") or {}
+    wanted = set(terms)
+    out = {uid: set(from_channel[uid]) & wanted for uid in ids if uid in from_channel}
+    missing = [] if known.get("held_complete") else [uid for uid in ids if uid not in out]
+    if missing:
+        rows = state.conn.execute(
+            """SELECT u.id, array(SELECT t.lexeme FROM unnest(
+                          ts_filter(setweight(u.tsv, 'A', %(terms)s::text[]), '{a}')) AS t)
+                      AS held
+               FROM memory_units u WHERE u.id = ANY(%(ids)s::uuid[])""",
+            {"terms": terms, "ids": missing}).fetchall()
+        out.update({str(r["id"]): set(r["held"]) for r in rows})
+    return out

@@ -87,7 +87,8 @@ WITH qt AS (SELECT * FROM unnest(%(terms)s::text[], %(idf)s::float8[]) AS qt(ter
               FROM memory_units u
               WHERE {where} AND u.tsv @@ %(tsq)s::tsquery)
 SELECT c.id, sum(qt.idf * (tf.v * %(k1p1)s)
-             / (tf.v + %(k1)s * (1 - %(b)s + %(b)s * c.dl / %(avgdl)s))) AS score
+             / (tf.v + %(k1)s * (1 - %(b)s + %(b)s * c.dl / %(avgdl)s))) AS score,
+       array_agg(t.lexeme) AS held
 FROM cand c
 CROSS JOIN LATERAL unnest(c.qv) AS t(lexeme, positions, weights)
 JOIN qt ON qt.term = t.lexeme
@@ -126,10 +127,10 @@ WITH qt AS (SELECT * FROM unnest(%(terms)s::text[], %(idf)s::float8[]) AS qt(ter
              WHERE to_unit = m.id AND type = 'temporal'
              LIMIT %(fanout)s) l),
      agg AS MATERIALIZED (
-         SELECT target, term, sum(tf) AS tf FROM (
-             SELECT id AS target, term, tf FROM mt
+         SELECT target, term, sum(tf) AS tf, bool_or(own) AS own FROM (
+             SELECT id AS target, term, tf, TRUE AS own FROM mt
              UNION ALL
-             SELECT mn.nb, mt.term, %(gamma)s * mn.weight * mt.tf
+             SELECT mn.nb, mt.term, %(gamma)s * mn.weight * mt.tf, FALSE
              FROM mn JOIN mt ON mt.id = mn.id) c
          GROUP BY 1, 2),
      tgt AS MATERIALIZED (
@@ -149,7 +150,8 @@ WITH qt AS (SELECT * FROM unnest(%(terms)s::text[], %(idf)s::float8[]) AS qt(ter
      norm AS MATERIALIZED (
          SELECT %(avgdl)s * coalesce(avg(dl_aug / greatest(dl, 1)), 1) AS avgdl FROM tgt)
 SELECT g.id, sum(qt.idf * (a.tf * %(k1p1)s)
-             / (a.tf + %(k1)s * (1 - %(b)s + %(b)s * g.dl_aug / norm.avgdl))) AS score
+             / (a.tf + %(k1)s * (1 - %(b)s + %(b)s * g.dl_aug / norm.avgdl))) AS score,
+       array_agg(a.term) FILTER (WHERE a.own) AS held
 FROM tgt g CROSS JOIN norm
 JOIN agg a ON a.target = g.id
 JOIN qt ON qt.term = a.term
@@ -253,7 +255,11 @@ def lexical_candidates(conn: Connection, scope: CallerScope, query: str, *, limi
     the kept terms, the common terms dropped, the bank's live unit count N (estimated above
     ``exact_stats_max`` units), the terms whose units were scored, and whether the ranking
     is exact BM25 (exact statistics, every unit holding a kept term scored), and each kept
-    term's BM25 idf (``{term: idf}``).
+    term's BM25 idf (``{term: idf}``); ``"held"``: ``{unit_id: the query terms its own text
+    holds}`` for every returned unit (neighbour words not included), and ``"held_complete"``:
+    whether a unit not returned holds none of the kept terms (fewer than ``limit`` units
+    matched and every kept term was scored) — the coverage step reads these instead of the
+    units' vectors.
     """
     info: dict = {"terms": [], "dropped_terms": [], "n_units": 0, "scored_terms": [],
                   "exact": True}
@@ -329,6 +335,8 @@ def lexical_candidates(conn: Connection, scope: CallerScope, query: str, *, limi
             info["feedback"] = _candidates(fed)
         else:
             rows = fed
+    info["held"] = {str(r["id"]): tuple(r["held"] or ()) for r in rows}
+    info["held_complete"] = len(rows) < limit and len(scored) == len(kept)
     return _candidates(rows), info
 
 

@@ -117,3 +117,36 @@ def test_a_failing_channel_is_named_and_the_rest_answer(client, worker, services
                  RecallQuery(query="Hawaii days", recipe="full"))
     assert "graph: RuntimeError" in res.degraded
     assert res.channels == ["dense", "lexical", "temporal"] and res.results
+
+
+def test_the_lexical_channel_reports_the_terms_each_unit_holds(client, worker, services):
+    """The coverage step reads the query terms a unit's own text holds from the lexical
+    channel: the same sets as the units' vectors give, neighbour words not included, and
+    ``held_complete`` only when every unit holding a term was returned."""
+    from types import SimpleNamespace
+
+    from rcll.search.coverage import _terms_held
+    from rcll.search.lexical import lexical_candidates
+    from rcll.search.scope import CallerScope
+
+    texts = HAWAII + [YORK] + FILLER
+    r = client.post("/v1/default/banks/cov-held/memories", json={"items": [
+        {"content": t, "document_id": f"t{i}", "context": "trip",
+         "timestamp": f"2023-05-08T13:{i:02d}:00Z"} for i, t in enumerate(texts)],
+        "async": False})
+    assert r.status_code == 200, r.get_json()
+    scope = CallerScope(bank_id="cov-held")
+    query = "how many days in Hawaii and in York"
+    with services.pool.connection() as conn:
+        for gamma in (0.0, 0.5):
+            cands, info = lexical_candidates(conn, scope, query, limit=300, df_cutoff=0.15,
+                                             context_weight=gamma)
+            ids = [c.unit_id for c in cands]
+            from_vectors = _terms_held(SimpleNamespace(conn=conn), ids, info["terms"])
+            assert {u: set(t) for u, t in info["held"].items()} == from_vectors
+            assert info["held_complete"] is True
+            if gamma:  # neighbours borrowed words: ranked, but holding none themselves
+                assert any(not t for t in info["held"].values())
+            assert {t for held in info["held"].values() for t in held} >= {"hawaii", "york"}
+        _, info = lexical_candidates(conn, scope, query, limit=2, df_cutoff=0.15)
+        assert info["held_complete"] is False and len(info["held"]) == 2
