@@ -89,6 +89,9 @@ def variants() -> dict[str, Recipe]:
             params={**full.params, "lexical": {**full.params["lexical"], "prf_terms": 10,
                                                "prf_weight": 0.3, "prf_separate": True}})
            for w in (0.3, 0.5, 1.0)},
+        **{f"full with session terms {w}": _with_param(full, f"full with session terms {w}",
+                                                       "context", terms=w)
+           for w in (0.1, 0.2, 0.3)},
         "full + window 0.5": _with_step(full, "full + window 0.5", Step.of("window", boost=0.5),
                                         before="rerank"),
     }

@@ -17,20 +17,41 @@ from __future__ import annotations
 from rcll.search.state import RecallState
 
 
-def context_step(state: RecallState, session: float = 0.25, pool: int = 300) -> None:
+def context_step(state: RecallState, session: float = 0.25, pool: int = 300,
+                 terms: float = 0.0) -> None:
     """Rescore the top ``pool`` of ``state.ranked`` with the episode boost β = ``session``
-    (units below the pool keep their order after it). Records stage score ``session``."""
+    (units below the pool keep their order after it). Records stage score ``session``.
+
+    ``terms`` > 0 adds ``terms`` × the head's best score × the episode's query-term
+    coverage — the idf-weighted share of the lexical channel's kept terms held by any unit
+    of the episode in the head (a session covering the whole question across its turns,
+    passage ranking with document-level evidence: Callan 1994, "Passage-level evidence in
+    document retrieval") — to every unit of the episode. Measured, not in a recipe: see
+    :data:`rcll.search.recipes.SESSION`."""
     if session <= 0 or not state.ranked:
         return
     head, tail = state.ranked[:pool], state.ranked[pool:]
     contexts = _contexts(state, [uid for uid, _ in head])
-    best: dict[str, float] = {}
+    scores: dict[str, list[float]] = {}
     key = {}
     for uid, score in head:
         ctx = contexts.get(uid)
         k = f"c:{ctx}" if ctx else f"u:{uid}"
         key[uid] = k
-        best[k] = max(best.get(k, 0.0), score)
+        scores.setdefault(k, []).append(score)
+    best = {k: v[0] for k, v in scores.items()}  # head is sorted: v[0] is the best
+    if terms > 0:
+        lexical = state.outputs.get("lexical")
+        idf = dict(lexical.info.get("idf") or {}) if lexical else {}
+        held = lexical.private.get("held", {}) if lexical else {}
+        total = sum(idf.values())
+        if total > 0:
+            covered: dict[str, set] = {}
+            for uid, _ in head:
+                covered.setdefault(key[uid], set()).update(held.get(uid, ()))
+            top = head[0][1]
+            for k, ts in covered.items():
+                best[k] += terms / session * top * sum(idf.get(t, 0.0) for t in ts) / total
     rescored = [(uid, score + session * best[key[uid]]) for uid, score in head]
     rescored.sort(key=lambda kv: (-kv[1], kv[0]))
     for uid, score in rescored:

@@ -100,6 +100,41 @@ def test_the_session_step_lifts_the_turns_of_the_strongest_episode(client, worke
     assert lifted.results[0]["scores"]["session"] == lifted_scores[ids["a1"]]
 
 
+def test_the_session_step_adds_the_episodes_query_term_coverage(client, worker, services):
+    """With ``terms`` τ, each unit gains τ × the head's best fused score × the idf share of
+    the query terms its episode holds: meeting A holds all three query terms across its two
+    turns, meeting B one."""
+    items = [
+        {"content": "Cy: the quarterly budget review is on Friday", "context": "meeting A",
+         "document_id": "a1", "timestamp": TS},
+        {"content": "Cy: we will cut travel costs", "context": "meeting A",
+         "document_id": "a2", "timestamp": TS},
+        {"content": "Di: costs of the new office chairs", "context": "meeting B",
+         "document_id": "b1", "timestamp": "2023-06-01T10:00:00Z"},
+        {"content": "Di: lunch was late again", "context": "meeting B",
+         "document_id": "b2", "timestamp": "2023-06-01T10:01:00Z"},
+    ]
+    _retain(client, "ctx7", items)
+    ids = _ids(services, "ctx7")
+    recipes = {**RECIPES,
+               "s": Recipe("s", ("lexical",), steps=(Step.of("context", session=1.0),)),
+               "st": Recipe("st", ("lexical",),
+                            steps=(Step.of("context", session=1.0, terms=0.5),))}
+    ctx = services.recall_context()
+    ask = lambda name: RecallQuery(query="budget review costs", trace=True).model_copy(  # noqa: E731
+        update={"recipe": name})
+    base = recall(ctx, "ctx7", ask("s"), recipes=recipes)
+    with_terms = recall(ctx, "ctx7", ask("st"), recipes=recipes)
+    idf = base.counts["lexical_idf"]
+    assert set(idf) == {"budget", "review", "cost"}
+    top = max(r["scores"]["rrf"] for r in base.results)
+    before = {r["id"]: r["scores"]["final"] for r in base.results}
+    after = {r["id"]: r["scores"]["final"] for r in with_terms.results}
+    share_b = idf["cost"] / sum(idf.values())
+    assert abs(after[ids["a2"]] - (before[ids["a2"]] + 0.5 * top)) < 1e-5  # all three terms
+    assert abs(after[ids["b1"]] - (before[ids["b1"]] + 0.5 * top * share_b)) < 1e-5
+
+
 def test_recall_names_its_recipe_and_rejects_unknown_ones(client, worker, services):
     _retain(client, "ctx4", _conversation())
     r = client.post("/v1/default/banks/ctx4/memories/recall",
