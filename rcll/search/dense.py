@@ -59,7 +59,7 @@ def dense_candidates(conn: Connection, scope: CallerScope, query_vec: np.ndarray
         "set_config('hnsw.ef_search', %s, true)",
         (PLAN_CACHE_MODE, str(EF_SEARCH))).fetchone()
     rows = conn.execute(
-        f"""SELECT id, score FROM (
+        f"""SELECT id::text AS id, score FROM (
               SELECT e.unit_id AS id, 1 - (e.embedding <=> %(qvec)s) AS score
               FROM memory_embeddings e JOIN memory_units u ON u.id = e.unit_id
               WHERE e.bank_id = %(bank_id)s AND e.model = %(model)s AND {where}
@@ -74,7 +74,7 @@ def dense_candidates(conn: Connection, scope: CallerScope, query_vec: np.ndarray
     conn.execute("SELECT set_config('enable_sort', %s, true), "
                  "set_config('max_parallel_workers_per_gather', %s, true)",
                  (prev["enable_sort"], prev["par"]))
-    return [Candidate(str(r["id"]), i, float(r["score"])) for i, r in enumerate(rows, 1)]
+    return [Candidate(r["id"], i, float(r["score"])) for i, r in enumerate(rows, 1)]
 
 
 def _scope(scope: CallerScope) -> CallerScope:

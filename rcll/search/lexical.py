@@ -86,7 +86,7 @@ WITH qt AS (SELECT * FROM unnest(%(terms)s::text[], %(idf)s::float8[]) AS qt(ter
                      ts_filter(setweight(u.tsv, 'A', %(terms)s::text[]), '{{a}}') AS qv
               FROM memory_units u
               WHERE {where} AND u.tsv @@ %(tsq)s::tsquery)
-SELECT c.id, sum(qt.idf * (tf.v * %(k1p1)s)
+SELECT c.id::text AS id, sum(qt.idf * (tf.v * %(k1p1)s)
              / (tf.v + %(k1)s * (1 - %(b)s + %(b)s * c.dl / %(avgdl)s))) AS score,
        array_agg(t.lexeme) AS held
 FROM cand c
@@ -149,7 +149,7 @@ WITH qt AS (SELECT * FROM unnest(%(terms)s::text[], %(idf)s::float8[]) AS qt(ter
                              WHERE u.id = a.target AND {where} LIMIT 1) u),
      norm AS MATERIALIZED (
          SELECT %(avgdl)s * coalesce(avg(dl_aug / greatest(dl, 1)), 1) AS avgdl FROM tgt)
-SELECT g.id, sum(qt.idf * (a.tf * %(k1p1)s)
+SELECT g.id::text AS id, sum(qt.idf * (a.tf * %(k1p1)s)
              / (a.tf + %(k1)s * (1 - %(b)s + %(b)s * g.dl_aug / norm.avgdl))) AS score,
        array_agg(a.term) FILTER (WHERE a.own) AS held
 FROM tgt g CROSS JOIN norm
@@ -335,7 +335,7 @@ def lexical_candidates(conn: Connection, scope: CallerScope, query: str, *, limi
             info["feedback"] = _candidates(fed)
         else:
             rows = fed
-    info["held"] = {str(r["id"]): tuple(r["held"] or ()) for r in rows}
+    info["held"] = {r["id"]: tuple(r["held"] or ()) for r in rows}
     info["held_complete"] = len(rows) < limit and len(scored) == len(kept)
     return _candidates(rows), info
 
@@ -346,7 +346,7 @@ def _idf(n: int, df: float) -> float:
 
 
 def _candidates(rows: list) -> list[Candidate]:
-    return [Candidate(str(r["id"]), i, float(r["score"])) for i, r in enumerate(rows, 1)]
+    return [Candidate(r["id"], i, float(r["score"])) for i, r in enumerate(rows, 1)]
 
 
 def _feedback_terms(conn: Connection, where: str, params: dict, top: list, terms: list[str],

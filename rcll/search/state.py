@@ -95,5 +95,6 @@ class RecallState:
         return boosted
 
     def note(self, unit_id: str, stage: str, score: float) -> None:
-        """Record ``unit_id``'s score at ``stage`` (shown in the result's ``scores``)."""
-        self.stage_scores.setdefault(unit_id, {})[stage] = round(float(score), 6)
+        """Record ``unit_id``'s score at ``stage`` (shown in the result's ``scores``, rounded
+        to 6 decimals there: most noted units are never rendered)."""
+        self.stage_scores.setdefault(unit_id, {})[stage] = float(score)
