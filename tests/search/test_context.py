@@ -17,6 +17,16 @@ CONVERSATION = [
     ("Ben: The weather was lovely all week.", "general"),
 ]
 
+# Two meetings: A says "budget review" and "costs" in two turns, B says "costs" once.
+MEETINGS = [
+        {"content": "Cy: the quarterly budget review is on Friday", "context": "meeting A",
+         "document_id": "a1", "timestamp": TS},
+        {"content": "Cy: we will cut travel costs", "context": "meeting A",
+         "document_id": "a2", "timestamp": TS},
+        {"content": "Di: costs of the new office chairs", "context": "meeting B",
+         "document_id": "b1", "timestamp": "2023-06-01T10:00:00Z"},
+]
+
 
 def _retain(client, bank, items):
     r = client.post(f"/v1/default/banks/{bank}/memories", json={"items": items, "async": False})
@@ -71,15 +81,7 @@ def test_neighbours_outside_the_scope_lend_no_words(client, worker, services):
 
 
 def test_the_session_step_lifts_the_turns_of_the_strongest_episode(client, worker, services):
-    items = [
-        {"content": "Cy: the quarterly budget review is on Friday", "context": "meeting A",
-         "document_id": "a1", "timestamp": TS},
-        {"content": "Cy: we will cut travel costs", "context": "meeting A",
-         "document_id": "a2", "timestamp": TS},
-        {"content": "Di: costs of the new office chairs", "context": "meeting B",
-         "document_id": "b1", "timestamp": "2023-06-01T10:00:00Z"},
-    ]
-    _retain(client, "ctx3", items)
+    _retain(client, "ctx3", MEETINGS)
     ids = _ids(services, "ctx3")
     lex = Recipe("lex", ("lexical",))
     boosted = Recipe("lexb", ("lexical",), steps=(Step.of("context", session=1.0),))
@@ -104,17 +106,9 @@ def test_the_session_step_adds_the_episodes_query_term_coverage(client, worker, 
     """With ``terms`` τ, each unit gains τ × the head's best fused score × the idf share of
     the query terms its episode holds: meeting A holds all three query terms across its two
     turns, meeting B one."""
-    items = [
-        {"content": "Cy: the quarterly budget review is on Friday", "context": "meeting A",
-         "document_id": "a1", "timestamp": TS},
-        {"content": "Cy: we will cut travel costs", "context": "meeting A",
-         "document_id": "a2", "timestamp": TS},
-        {"content": "Di: costs of the new office chairs", "context": "meeting B",
-         "document_id": "b1", "timestamp": "2023-06-01T10:00:00Z"},
-        {"content": "Di: lunch was late again", "context": "meeting B",
-         "document_id": "b2", "timestamp": "2023-06-01T10:01:00Z"},
-    ]
-    _retain(client, "ctx7", items)
+    _retain(client, "ctx7", [*MEETINGS, {
+        "content": "Di: lunch was late again", "context": "meeting B", "document_id": "b2",
+        "timestamp": "2023-06-01T10:01:00Z"}])
     ids = _ids(services, "ctx7")
     recipes = {**RECIPES,
                "s": Recipe("s", ("lexical",), steps=(Step.of("context", session=1.0),)),
