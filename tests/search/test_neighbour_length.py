@@ -143,3 +143,37 @@ def test_migration_0018_fills_existing_units(settings):
     assert (a[1], b[1], c[1]) == (3, 2, 1)
     assert got == {a[0]: 0.5 * 2, b[0]: 0.5 * 3 + 1.0 * 1, c[0]: 1.0 * 2}
     assert cols[0] == 0
+
+
+def test_concurrent_retains_into_one_conversation_keep_it_exact(app, worker, services):
+    """Four retains at once into one bank, their turns interleaved in time, so each links to
+    turns the others write: every stored length still equals the sum over its links."""
+    import threading
+
+    errors: list = []
+
+    def retain(k):
+        items = [{"content": f"Speaker{k}: turn {i} about topic {k * 10 + i} and the parade",
+                  "timestamp": f"2023-05-08T13:{i:02d}:{k * 10:02d}Z",
+                  "context": "session 1", "document_id": f"c{k}-{i}"} for i in range(12)]
+        r = app.test_client().post("/v1/default/banks/nbl4/memories",
+                                   json={"items": items, "async": False})
+        if r.status_code != 200:
+            errors.append(r.get_json())
+
+    threads = [threading.Thread(target=retain, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    with services.pool.connection() as conn:
+        lengths = _lengths(conn, "nbl4")
+        cross = conn.execute(
+            """SELECT count(*) AS n FROM memory_links l
+               JOIN memory_units a ON a.id = l.from_unit JOIN memory_units b ON b.id = l.to_unit
+               WHERE l.bank_id = 'nbl4' AND l.type = 'temporal'
+                 AND split_part(a.text, ':', 1) <> split_part(b.text, ':', 1)""").fetchone()["n"]
+    assert len(lengths) == 48
+    assert cross > 0  # the batches did link to each other's turns
+    assert all(stored == pytest.approx(live) for live, stored in lengths.values())
