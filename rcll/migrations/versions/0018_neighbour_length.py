@@ -20,7 +20,8 @@ document replacement, deletes):
 - ``rcll_refresh_nb_len(uuid[])`` locks the given units in id order (two refreshes cannot
   deadlock each other), then recomputes them in a new statement — under READ COMMITTED its
   snapshot is taken after the locks, so a link another transaction committed meanwhile is
-  seen. Units of a bank being deleted are skipped.
+  seen. Units of a bank being deleted are neither locked nor updated (deleting a bank
+  cascades to its links: nothing is left to keep).
 - after INSERT or DELETE on ``memory_links`` (statement level, transition tables): the
   endpoints of the temporal links written or removed (cascaded deletes included);
 - after an UPDATE of a unit's ``text``, ``audience`` or ``purposes`` that changes its
@@ -51,7 +52,9 @@ def upgrade() -> None:
           IF ids IS NULL OR cardinality(ids) = 0 THEN
             RETURN;
           END IF;
-          PERFORM 1 FROM memory_units WHERE id = ANY(ids) ORDER BY id FOR NO KEY UPDATE;
+          PERFORM 1 FROM memory_units u
+          WHERE u.id = ANY(ids) AND EXISTS (SELECT 1 FROM memory_banks b WHERE b.id = u.bank_id)
+          ORDER BY u.id FOR NO KEY UPDATE OF u;
           UPDATE memory_units u SET nb_len = s.len
           FROM (
             SELECT x.id,
