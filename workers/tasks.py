@@ -17,7 +17,7 @@ from rcll.errors import BankNotFound
 from rcll.files import stage as file_stage
 from rcll.retain import lease, pipeline, recovery, stages
 from rcll.retain.stages import Stage
-from rcll.store import vector_index
+from rcll.store import neighbour_length, vector_index
 from workers.celery_app import app
 from workers.queues import (
     CLOSET_CHECK_TASK,
@@ -107,8 +107,13 @@ def sweep_jobs(svc: Services, celery=None) -> list[str]:
 
 @app.task(name=SWEEP_TASK, ignore_result=True)
 def sweep_jobs_task() -> int:
-    """The beat-scheduled recovery sweep (queue ``maintenance``); returns how many it re-sent."""
-    return len(sweep_jobs(services()))
+    """The beat-scheduled recovery sweep (queue ``maintenance``); returns how many it re-sent.
+    It also refreshes the neighbour lengths that writes outside the retain pipeline (edits,
+    forgets, document deletes) left stale (:func:`rcll.store.neighbour_length.drain_all`)."""
+    svc = services()
+    resent = sweep_jobs(svc)
+    neighbour_length.drain_all(svc.pool)
+    return len(resent)
 
 
 @app.task(name=VECTOR_INDEX_TASK, ignore_result=True)

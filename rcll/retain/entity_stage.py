@@ -32,7 +32,7 @@ import logging
 from rcll.entities.extractor import Mention, extract, normalize
 from rcll.retain import pipeline
 from rcll.retain.pipeline import RetainContext
-from rcll.store import entities, entity_links, jobs
+from rcll.store import entities, entity_links, jobs, neighbour_length
 
 log = logging.getLogger(__name__)
 BATCH = 500
@@ -121,7 +121,13 @@ def run_entities(ctx: RetainContext, job_id: str) -> dict | None:
             written = write_batch(conn, bank_id, batch)
             for k, v in written.items():
                 counts[k] += v
-            if len(units) < BATCH:  # the last batch: the runner merges the counts
-                break
-            jobs.progress(conn, job_id, counts)  # with the batch: a replay adds on top
+            last = len(units) < BATCH  # the last batch: the runner merges the counts
+            if not last:
+                jobs.progress(conn, job_id, counts)  # with the batch: a replay adds on top
+        # the batch's links are committed: refresh the neighbour lengths they made stale, in
+        # a short transaction of its own that waits for no lock (rcll.store.neighbour_length)
+        with ctx.pool.connection() as conn, conn.transaction():
+            neighbour_length.drain(conn)
+        if last:
+            break
     return counts

@@ -59,15 +59,18 @@ STATS_SAMPLE = 2_500
 EXACT_DF_CAP = SCORE_BUDGET
 # Most neighbours a unit lends words to / borrows words from in the context score: the
 # temporal links are 2 per unit each way (rcll.retain.entity_stage), so 4 in a conversation;
-# the cap bounds the fan-out should a bank hold more.
+# the cap bounds the fan-out should a bank hold more (the first by neighbour id, so the
+# stored length of migration 0018 and the words agree on which).
 CONTEXT_FANOUT = 8
 # SQL for a unit's BM25 document length, ``{u}`` being the unit's table alias: the stored
 # token count (migration 0015). benchmarks/bm25_length.py substitutes inline definitions to
 # compare length notions side by side on one database.
 DOC_LEN = "{u}.tsv_len"
-# The stored neighbour length Σ w · tsv_len (migration 0018): only right for the stored
-# token count; with another DOC_LEN the sum is computed at query time.
-NEIGHBOUR_LEN = "{u}.nb_len"
+# The stored neighbour length Σ w · tsv_len (migration 0018), trusted only for a unit with
+# no row in ``nb_len_stale`` (a write since the last refresh) and only with the stored token
+# count as DOC_LEN; otherwise (NULL) the sum is computed at query time.
+NEIGHBOUR_LEN = ("CASE WHEN NOT EXISTS (SELECT 1 FROM nb_len_stale st WHERE st.unit_id = {u}.id)"
+                 " THEN {u}.nb_len END")
 
 
 def _dl(alias: str) -> str:
@@ -106,9 +109,10 @@ LIMIT %(limit)s"""
 # about the parade is found by "parade". Only units in scope contribute words and only units
 # in scope are ranked. The average length is the candidates' mean augmented length scaled
 # to the bank: avgdl · mean(dl_aug / dl). The returned text stays the unit's own. The
-# neighbours' length Σ w · dl is read from ``memory_units.nb_len``, which triggers keep
-# (migration 0018); where it is NULL (a neighbour with another audience or purposes, whose
-# visibility depends on the caller) it is summed here over the neighbours the caller sees.
+# neighbours' length Σ w · dl is read from ``memory_units.nb_len`` (migration 0018); where it
+# is NULL (a neighbour with another audience or purposes, whose visibility depends on the
+# caller) or marked stale (written since the last refresh) it is summed here over the
+# neighbours the caller sees.
 _CONTEXT_SQL = """
 WITH qt AS (SELECT * FROM unnest(%(terms)s::text[], %(idf)s::float8[]) AS qt(term, idf)),
      m AS MATERIALIZED (
@@ -120,12 +124,13 @@ WITH qt AS (SELECT * FROM unnest(%(terms)s::text[], %(idf)s::float8[]) AS qt(ter
          FROM m CROSS JOIN LATERAL unnest(m.qv) AS t(lexeme, positions, weights)),
      mn AS MATERIALIZED (
          SELECT m.id, l.nb, l.weight FROM m CROSS JOIN LATERAL (
-             SELECT to_unit AS nb, weight FROM memory_links
-             WHERE from_unit = m.id AND type = 'temporal'
-             UNION ALL
-             SELECT from_unit, weight FROM memory_links
-             WHERE to_unit = m.id AND type = 'temporal'
-             LIMIT %(fanout)s) l),
+             SELECT nb, weight FROM (
+                 SELECT to_unit AS nb, weight FROM memory_links
+                 WHERE from_unit = m.id AND type = 'temporal'
+                 UNION ALL
+                 SELECT from_unit, weight FROM memory_links
+                 WHERE to_unit = m.id AND type = 'temporal') a
+             ORDER BY nb LIMIT %(fanout)s) l),
      agg AS MATERIALIZED (
          SELECT target, term, sum(tf) AS tf, bool_or(own) AS own FROM (
              SELECT id AS target, term, tf, TRUE AS own FROM mt
@@ -136,12 +141,13 @@ WITH qt AS (SELECT * FROM unnest(%(terms)s::text[], %(idf)s::float8[]) AS qt(ter
      tgt AS MATERIALIZED (
          SELECT u.id, u.dl, u.dl + %(gamma)s * coalesce(u.nb_len, (
              SELECT sum(l.weight * ({dl_o})) FROM (
-                 SELECT to_unit AS nb, weight FROM memory_links
-                 WHERE from_unit = u.id AND type = 'temporal'
-                 UNION ALL
-                 SELECT from_unit, weight FROM memory_links
-                 WHERE to_unit = u.id AND type = 'temporal'
-                 LIMIT %(fanout)s) l
+                 SELECT nb, weight FROM (
+                     SELECT to_unit AS nb, weight FROM memory_links
+                     WHERE from_unit = u.id AND type = 'temporal'
+                     UNION ALL
+                     SELECT from_unit, weight FROM memory_links
+                     WHERE to_unit = u.id AND type = 'temporal') a
+                 ORDER BY nb LIMIT %(fanout)s) l
              JOIN memory_units o ON o.id = l.nb AND {vis_o}), 0) AS dl_aug
          FROM (SELECT DISTINCT target FROM agg) a
          CROSS JOIN LATERAL (SELECT u.id, ({dl_u})::float8 AS dl, {nb_u} AS nb_len

@@ -1,7 +1,7 @@
 """The stored neighbour length (migration 0018) the lexical channel's context field reads:
-equal to the sum over the links after retain, kept by the triggers through edits, audience
-changes, new links and deletes, NULL where visibility depends on the caller, and ranking
-exactly as the query-time sum did."""
+equal to the sum over the links after retain; marked stale by the triggers on edits,
+audience changes, new links and deletes, refreshed by the drain without waiting for locks;
+NULL where visibility depends on the caller; ranking exactly as the query-time sum did."""
 
 import psycopg
 import pytest
@@ -11,7 +11,7 @@ from rcll.dev import postgres
 from rcll.search import lexical
 from rcll.search.models import RecallQuery
 from rcll.search.scope import CallerScope
-from rcll.store import migrate, unit_edits
+from rcll.store import migrate, neighbour_length, unit_edits
 
 TS = "2023-05-08T13:56:00Z"
 TURNS = [
@@ -29,7 +29,9 @@ LIVE = """SELECT u.id, (SELECT coalesce(sum(l.weight * o.tsv_len), 0) FROM (
               UNION ALL
               SELECT from_unit, weight FROM memory_links
               WHERE to_unit = u.id AND type = 'temporal') l
-          JOIN memory_units o ON o.id = l.nb) AS live, u.nb_len
+          JOIN memory_units o ON o.id = l.nb) AS live,
+          CASE WHEN EXISTS (SELECT 1 FROM nb_len_stale s WHERE s.unit_id = u.id)
+               THEN 'stale' ELSE u.nb_len::text END AS nb_len
           FROM memory_units u WHERE u.bank_id = %s"""
 
 
@@ -41,7 +43,12 @@ def _retain(client, bank, turns=TURNS, prefix="t"):
 
 
 def _lengths(conn, bank):
-    return {str(r["id"]): (r["live"], r["nb_len"]) for r in conn.execute(LIVE, (bank,))}
+    """``{unit_id: (live sum, stored)}``; stored is a float, None (visibility depends on the
+    caller) or ``"stale"`` (marked, not refreshed yet)."""
+    def stored(v):
+        return v if v in (None, "stale") else float(v)
+    return {str(r["id"]): (r["live"], stored(r["nb_len"]))
+            for r in conn.execute(LIVE, (bank,))}
 
 
 def _ids(conn, bank):
@@ -62,40 +69,74 @@ def test_stored_length_equals_the_sum_over_links_after_retain(client, worker, se
         {uid: stored for uid, (_, stored) in lengths.items()}
 
 
-def test_triggers_follow_edits_audience_and_deletes(client, worker, services):
+def _neighbours(conn, uid):
+    return {str(r["nb"]) for r in conn.execute(
+        "SELECT to_unit AS nb FROM memory_links WHERE from_unit = %s AND type = 'temporal' "
+        "UNION SELECT from_unit FROM memory_links WHERE to_unit = %s AND type = 'temporal'",
+        (uid, uid))}
+
+
+def test_writes_mark_stale_and_the_drain_refreshes(client, worker, services):
     _retain(client, "nbl2")
     with services.pool.connection() as conn:
         ids = _ids(conn, "nbl2")
         before = _lengths(conn, "nbl2")
+        assert "stale" not in {v for _, v in before.values()}  # the stage drained them
         row = conn.execute("SELECT * FROM memory_units WHERE id = %s", (ids["t1"],)).fetchone()
         assert unit_edits.update(conn, ids["t1"], row["revision"],
                                  {"text": row["text"] + " We also saw the fireworks, the "
                                                         "floats, the bands and the dancers."},
                                  token_count=40) is not None
+        nbs = _neighbours(conn, ids["t1"])
+        marked = _lengths(conn, "nbl2")
+        # the edit marked t1 and its neighbours, and touched no other unit's row
+        assert nbs and {u for u, (_, v) in marked.items() if v == "stale"} == nbs | {ids["t1"]}
+        assert neighbour_length.drain(conn) >= len(nbs) + 1
         edited = _lengths(conn, "nbl2")
         # t1 got longer: every unit linked to it has a longer neighbour length, others not
-        nbs = {str(r["nb"]) for r in conn.execute(
-            "SELECT to_unit AS nb FROM memory_links WHERE from_unit = %s AND type = 'temporal' "
-            "UNION SELECT from_unit FROM memory_links WHERE to_unit = %s AND type = 'temporal'",
-            (ids["t1"], ids["t1"]))}
-        assert nbs and all(edited[u][1] > before[u][1] for u in nbs)
+        assert all(edited[u][1] > before[u][1] for u in nbs)
         assert all(edited[u][1] == before[u][1] for u in edited if u not in nbs)
         assert all(edited[u][1] == pytest.approx(edited[u][0]) for u in edited)
         # another audience on t2: its neighbours' visibility now depends on the caller
         conn.execute("UPDATE memory_units SET audience = 'alice' WHERE id = %s", (ids["t2"],))
+        neighbour_length.drain(conn)
         mixed = _lengths(conn, "nbl2")
-        t2_nbs = {str(r["nb"]) for r in conn.execute(
-            "SELECT to_unit AS nb FROM memory_links WHERE from_unit = %s AND type = 'temporal' "
-            "UNION SELECT from_unit FROM memory_links WHERE to_unit = %s AND type = 'temporal'",
-            (ids["t2"], ids["t2"]))}
+        t2_nbs = _neighbours(conn, ids["t2"])
         assert mixed[ids["t2"]][1] is None and all(mixed[u][1] is None for u in t2_nbs)
         conn.execute("UPDATE memory_units SET audience = 'bank' WHERE id = %s", (ids["t2"],))
+        neighbour_length.drain(conn)
         assert _lengths(conn, "nbl2") == edited
         # deleting a unit (its links cascade) shortens its neighbours
         conn.execute("DELETE FROM memory_units WHERE id = %s", (ids["t5"],))
+        assert _lengths(conn, "nbl2")[ids["t4"]][1] == "stale"
+        neighbour_length.drain(conn)
         after = _lengths(conn, "nbl2")
         assert all(after[u][1] == pytest.approx(after[u][0]) for u in after)
         assert after[ids["t4"]][1] < edited[ids["t4"]][1]
+        left = conn.execute("SELECT count(*) AS n FROM nb_len_stale").fetchone()["n"]
+    assert left == 0  # the deleted unit's own mark went with the drain too
+
+
+def test_the_drain_skips_units_another_transaction_holds(client, worker, services):
+    """A writer holding a unit's row (an edit in progress) never waits on the drain, and
+    the drain never waits on it: that unit stays stale and is refreshed by a later drain."""
+    _retain(client, "nbl5")
+    with services.pool.connection() as a, services.pool.connection() as b:
+        ids = _ids(a, "nbl5")
+        a.execute("UPDATE memory_units SET text = text || ' and the kiln' WHERE id = %s",
+                  (ids["t3"],))
+        a.commit()
+        held = sorted(_neighbours(b, ids["t3"]))[0]
+        b.execute("SELECT 1 FROM memory_units WHERE id = %s FOR UPDATE", (held,))
+        a.execute("SET LOCAL lock_timeout = '2s'")
+        neighbour_length.drain(a)  # would time out if it waited for b
+        a.commit()
+        assert _lengths(a, "nbl5")[held][1] == "stale"
+        b.rollback()
+        neighbour_length.drain(a)
+        a.commit()
+        lengths = _lengths(a, "nbl5")
+    assert all(stored == pytest.approx(live) for live, stored in lengths.values())
 
 
 def test_stored_and_query_time_lengths_rank_alike(client, worker, services, monkeypatch):
@@ -105,6 +146,7 @@ def test_stored_and_query_time_lengths_rank_alike(client, worker, services, monk
     with services.pool.connection() as conn:
         conn.execute("UPDATE memory_units SET audience = 'alice' WHERE id = %s",
                      (_ids(conn, "nbl3")["t3"],))  # one neighbour the caller cannot see
+        neighbour_length.drain(conn)
         scopes = [CallerScope.for_query("nbl3", RecallQuery(query="q"), None),
                   CallerScope(bank_id="nbl3", all_audiences=False, member_id="bob")]
         for query in ("parade", "pottery bowl kiln", "weather week"):
@@ -167,6 +209,7 @@ def test_concurrent_retains_into_one_conversation_keep_it_exact(app, worker, ser
     for t in threads:
         t.join()
     assert errors == []
+    neighbour_length.drain_all(services.pool)  # what a drain skipped while a batch held it
     with services.pool.connection() as conn:
         lengths = _lengths(conn, "nbl4")
         cross = conn.execute(

@@ -1,33 +1,37 @@
-"""Each unit's neighbour length, kept by the database, for the lexical channel's context field.
+"""Each unit's neighbour length, stored, for the lexical channel's context field.
 
 The lexical channel scores a short unit with its temporal neighbours' words as a second
 field (:data:`rcll.search.lexical._CONTEXT_SQL`, BM25F-style). Its document length is the
 unit's own token count plus γ × Σ w · (the neighbour's token count) over its ``temporal``
-links, either direction, at most ``CONTEXT_FANOUT`` (8) of them. Read at query time, that sum
-cost two index scans of ``memory_links`` and a unit lookup per neighbour for every scored
-unit — about 1 ms of a 2.6 ms channel on LoCoMo (EXPLAIN ANALYZE), the largest single part
-of what the ``full`` recipe costs over ``hybrid``.
+links, either direction, the first ``CONTEXT_FANOUT`` (8) by neighbour id. Read at query
+time, that sum cost two index scans of ``memory_links`` and a unit lookup per neighbour for
+every scored unit — about 1 ms of a 2.6 ms channel on LoCoMo (EXPLAIN ANALYZE), the largest
+single part of what the ``full`` recipe costs over ``hybrid``.
 
-``memory_units.nb_len`` (real) stores Σ w · tsv_len of the unit's temporal neighbours (same
-links, same cap of 8), or NULL when one of those neighbours has another audience or other
-purposes than the unit: the channel counts only neighbours the caller may see, and a stored
-sum is right for every caller only when the neighbours are visible exactly when the unit is.
-A NULL is computed at query time as before. New units start at 0 (no links yet).
+- ``memory_units.nb_len`` (real): Σ w · tsv_len over those neighbours, or NULL when one of
+  them has another audience or other purposes than the unit (the channel counts only
+  neighbours the caller may see; a stored sum is right for every caller only when the
+  neighbours are visible exactly when the unit is). New units start at 0 (no links yet).
+- ``nb_len_stale (unit_id)``: units whose stored sum may be out of date. Writers never lock
+  or update another unit's row (that deadlocked two concurrent edits of neighbouring units):
+  triggers only append the ids a write affects, in the writer's own transaction —
+  after INSERT or DELETE on ``memory_links`` (statement level, transition tables; cascaded
+  deletes included) the endpoints of the temporal links; after an UPDATE of a unit's
+  ``text``, ``audience`` or ``purposes`` that changes its ``tsv_len``, audience or purposes,
+  the unit and its temporal neighbours. A reader trusts ``nb_len`` only for a unit with no
+  stale row, else sums at query time as before.
+- ``rcll_drain_nb_len(limit)``: recomputes up to ``limit`` stale units and deletes the stale
+  rows it saw, in one statement — one snapshot, so a change committed after it started left
+  a stale row it did not see and stays marked. It locks with ``SKIP LOCKED`` and never
+  waits: a unit another transaction holds stays stale for the next run. Called after each
+  batch of the retain pipeline's entity stage and by the beat sweep
+  (:func:`rcll.store.neighbour_length.drain`).
 
-Kept up to date by triggers, whatever code path writes (retain stages, edits, forgetting,
-document replacement, deletes):
+Writes the triggers do not see: ``UPDATE`` of a link's weight or type, ``TRUNCATE
+memory_links``, a change of ``tsv_len``'s expression; no code does these — a migration that
+does must mark the affected units stale.
 
-- ``rcll_refresh_nb_len(uuid[])`` locks the given units in id order (two refreshes cannot
-  deadlock each other), then recomputes them in a new statement — under READ COMMITTED its
-  snapshot is taken after the locks, so a link another transaction committed meanwhile is
-  seen. Units of a bank being deleted are neither locked nor updated (deleting a bank
-  cascades to its links: nothing is left to keep).
-- after INSERT or DELETE on ``memory_links`` (statement level, transition tables): the
-  endpoints of the temporal links written or removed (cascaded deletes included);
-- after an UPDATE of a unit's ``text``, ``audience`` or ``purposes`` that changes its
-  ``tsv_len``, audience or purposes: the unit and its temporal neighbours.
-
-The upgrade fills the column for every unit with a temporal link.
+The upgrade computes the column for every unit with a temporal link.
 
 Revision ID: 0018
 Revises: 0017
@@ -42,48 +46,56 @@ depends_on = None
 
 FANOUT = 8  # rcll.search.lexical.CONTEXT_FANOUT when this was written
 
+# Σ w · tsv_len over the first FANOUT temporal neighbours (by id) of each unit ``x`` that
+# ``{units}`` selects; NULL when a neighbour's audience or purposes differ.
+_SUM = f"""
+    SELECT x.id,
+           CASE WHEN bool_or(o.id IS NOT NULL AND (o.audience <> x.audience
+                                                  OR o.purposes <> x.purposes))
+                THEN NULL
+                ELSE coalesce(sum(l.weight * o.tsv_len), 0) END AS len
+    FROM memory_units x
+    LEFT JOIN LATERAL (
+        SELECT nb, weight FROM (
+            SELECT to_unit AS nb, weight FROM memory_links
+            WHERE from_unit = x.id AND type = 'temporal'
+            UNION ALL
+            SELECT from_unit, weight FROM memory_links
+            WHERE to_unit = x.id AND type = 'temporal') a
+        ORDER BY nb LIMIT {FANOUT}) l ON TRUE
+    LEFT JOIN memory_units o ON o.id = l.nb
+    WHERE x.id IN ({{units}})
+    GROUP BY x.id"""
+
 
 def upgrade() -> None:
     op.execute("ALTER TABLE memory_units ADD COLUMN IF NOT EXISTS nb_len real DEFAULT 0")
+    op.execute("CREATE TABLE IF NOT EXISTS nb_len_stale (unit_id uuid NOT NULL)")
+    op.execute("CREATE INDEX IF NOT EXISTS nb_len_stale_unit ON nb_len_stale (unit_id)")
     op.execute(f"""
-        CREATE OR REPLACE FUNCTION rcll_refresh_nb_len(ids uuid[]) RETURNS void
-        LANGUAGE plpgsql AS $fn$
-        BEGIN
-          IF ids IS NULL OR cardinality(ids) = 0 THEN
-            RETURN;
-          END IF;
-          PERFORM 1 FROM memory_units u
-          WHERE u.id = ANY(ids) AND EXISTS (SELECT 1 FROM memory_banks b WHERE b.id = u.bank_id)
-          ORDER BY u.id FOR NO KEY UPDATE OF u;
-          UPDATE memory_units u SET nb_len = s.len
-          FROM (
-            SELECT x.id,
-                   CASE WHEN bool_or(o.id IS NOT NULL AND (o.audience <> x.audience
-                                                          OR o.purposes <> x.purposes))
-                        THEN NULL
-                        ELSE coalesce(sum(l.weight * o.tsv_len), 0) END AS len
-            FROM memory_units x
-            LEFT JOIN LATERAL (
-                SELECT to_unit AS nb, weight FROM memory_links
-                WHERE from_unit = x.id AND type = 'temporal'
-                UNION ALL
-                SELECT from_unit, weight FROM memory_links
-                WHERE to_unit = x.id AND type = 'temporal'
-                LIMIT {FANOUT}) l ON TRUE
-            LEFT JOIN memory_units o ON o.id = l.nb
-            WHERE x.id = ANY(ids)
-              AND EXISTS (SELECT 1 FROM memory_banks b WHERE b.id = x.bank_id)
-            GROUP BY x.id) s
-          WHERE u.id = s.id AND u.nb_len IS DISTINCT FROM s.len;
-        END
+        CREATE OR REPLACE FUNCTION rcll_drain_nb_len(lim integer DEFAULT 1000) RETURNS integer
+        LANGUAGE sql AS $fn$
+          WITH st AS MATERIALIZED (SELECT ctid AS c, unit_id FROM nb_len_stale LIMIT lim),
+          lk AS MATERIALIZED (
+              SELECT u.id FROM memory_units u WHERE u.id IN (SELECT unit_id FROM st)
+              ORDER BY u.id FOR NO KEY UPDATE SKIP LOCKED),
+          s AS MATERIALIZED ({_SUM.format(units="SELECT id FROM lk")}),
+          up AS (UPDATE memory_units u SET nb_len = s.len FROM s
+                 WHERE u.id = s.id AND u.nb_len IS DISTINCT FROM s.len RETURNING u.id),
+          del AS (DELETE FROM nb_len_stale t USING st
+                  WHERE t.ctid = st.c
+                    AND (st.unit_id IN (SELECT id FROM lk)
+                         OR NOT EXISTS (SELECT 1 FROM memory_units u WHERE u.id = st.unit_id))
+                  RETURNING 1)
+          SELECT (SELECT count(*) FROM del)::integer + 0 * (SELECT count(*) FROM up)::integer
         $fn$;
 
         CREATE OR REPLACE FUNCTION rcll_links_nb_len() RETURNS trigger
         LANGUAGE plpgsql AS $fn$
         BEGIN
-          PERFORM rcll_refresh_nb_len(ARRAY(
-              SELECT from_unit FROM changed WHERE type = 'temporal'
-              UNION SELECT to_unit FROM changed WHERE type = 'temporal'));
+          INSERT INTO nb_len_stale (unit_id)
+          SELECT from_unit FROM changed WHERE type = 'temporal'
+          UNION SELECT to_unit FROM changed WHERE type = 'temporal';
           RETURN NULL;
         END
         $fn$;
@@ -91,10 +103,10 @@ def upgrade() -> None:
         CREATE OR REPLACE FUNCTION rcll_units_nb_len() RETURNS trigger
         LANGUAGE plpgsql AS $fn$
         BEGIN
-          PERFORM rcll_refresh_nb_len(NEW.id || ARRAY(
-              SELECT to_unit FROM memory_links WHERE from_unit = NEW.id AND type = 'temporal'
-              UNION SELECT from_unit FROM memory_links
-                    WHERE to_unit = NEW.id AND type = 'temporal'));
+          INSERT INTO nb_len_stale (unit_id)
+          SELECT NEW.id
+          UNION SELECT to_unit FROM memory_links WHERE from_unit = NEW.id AND type = 'temporal'
+          UNION SELECT from_unit FROM memory_links WHERE to_unit = NEW.id AND type = 'temporal';
           RETURN NULL;
         END
         $fn$;
@@ -115,9 +127,11 @@ def upgrade() -> None:
                   OR OLD.purposes IS DISTINCT FROM NEW.purposes)
             EXECUTE FUNCTION rcll_units_nb_len();
 
-        SELECT rcll_refresh_nb_len(ARRAY(
-            SELECT from_unit FROM memory_links WHERE type = 'temporal'
-            UNION SELECT to_unit FROM memory_links WHERE type = 'temporal'));
+        UPDATE memory_units u SET nb_len = s.len
+        FROM ({_SUM.format(units='''SELECT from_unit FROM memory_links WHERE type = 'temporal'
+                                    UNION SELECT to_unit FROM memory_links
+                                    WHERE type = 'temporal' ''')}) s
+        WHERE u.id = s.id;
     """)
 
 
@@ -129,5 +143,7 @@ def downgrade() -> None:
         DROP FUNCTION IF EXISTS rcll_units_nb_len();
         DROP FUNCTION IF EXISTS rcll_links_nb_len();
         DROP FUNCTION IF EXISTS rcll_refresh_nb_len(uuid[]);
+        DROP FUNCTION IF EXISTS rcll_drain_nb_len(integer);
+        DROP TABLE IF EXISTS nb_len_stale;
         ALTER TABLE memory_units DROP COLUMN IF EXISTS nb_len;
     """)
