@@ -73,6 +73,17 @@ NEIGHBOUR_LEN = ("CASE WHEN NOT EXISTS (SELECT 1 FROM nb_len_stale st WHERE st.u
                  " THEN {u}.nb_len END")
 
 
+# A unit's temporal neighbours (``nb``, ``weight``), either direction, the first
+# CONTEXT_FANOUT by id (the order migration 0018's stored length uses).
+_NEIGHBOURS = """SELECT nb, weight FROM (
+                 SELECT to_unit AS nb, weight FROM memory_links
+                 WHERE from_unit = {unit} AND type = 'temporal'
+                 UNION ALL
+                 SELECT from_unit, weight FROM memory_links
+                 WHERE to_unit = {unit} AND type = 'temporal') a
+             ORDER BY nb LIMIT %(fanout)s"""
+
+
 def _dl(alias: str) -> str:
     return DOC_LEN.format(u=alias)
 
@@ -123,14 +134,7 @@ WITH qt AS (SELECT * FROM unnest(%(terms)s::text[], %(idf)s::float8[]) AS qt(ter
          SELECT m.id, t.lexeme AS term, coalesce(array_length(t.positions, 1), 1)::float8 AS tf
          FROM m CROSS JOIN LATERAL unnest(m.qv) AS t(lexeme, positions, weights)),
      mn AS MATERIALIZED (
-         SELECT m.id, l.nb, l.weight FROM m CROSS JOIN LATERAL (
-             SELECT nb, weight FROM (
-                 SELECT to_unit AS nb, weight FROM memory_links
-                 WHERE from_unit = m.id AND type = 'temporal'
-                 UNION ALL
-                 SELECT from_unit, weight FROM memory_links
-                 WHERE to_unit = m.id AND type = 'temporal') a
-             ORDER BY nb LIMIT %(fanout)s) l),
+         SELECT m.id, l.nb, l.weight FROM m CROSS JOIN LATERAL ({neighbours_m}) l),
      agg AS MATERIALIZED (
          SELECT target, term, sum(tf) AS tf, bool_or(own) AS own FROM (
              SELECT id AS target, term, tf, TRUE AS own FROM mt
@@ -140,14 +144,7 @@ WITH qt AS (SELECT * FROM unnest(%(terms)s::text[], %(idf)s::float8[]) AS qt(ter
          GROUP BY 1, 2),
      tgt AS MATERIALIZED (
          SELECT u.id, u.dl, u.dl + %(gamma)s * coalesce(u.nb_len, (
-             SELECT sum(l.weight * ({dl_o})) FROM (
-                 SELECT nb, weight FROM (
-                     SELECT to_unit AS nb, weight FROM memory_links
-                     WHERE from_unit = u.id AND type = 'temporal'
-                     UNION ALL
-                     SELECT from_unit, weight FROM memory_links
-                     WHERE to_unit = u.id AND type = 'temporal') a
-                 ORDER BY nb LIMIT %(fanout)s) l
+             SELECT sum(l.weight * ({dl_o})) FROM ({neighbours_u}) l
              JOIN memory_units o ON o.id = l.nb AND {vis_o}), 0) AS dl_aug
          FROM (SELECT DISTINCT target FROM agg) a
          CROSS JOIN LATERAL (SELECT u.id, ({dl_u})::float8 AS dl, {nb_u} AS nb_len
@@ -323,7 +320,9 @@ def lexical_candidates(conn: Connection, scope: CallerScope, query: str, *, limi
         if context_weight > 0:
             vis_o, vparams = scope.visibility("o")  # same parameter names as ``where``'s
             return conn.execute(_CONTEXT_SQL.format(where=where, dl_u=_dl("u"), dl_o=_dl("o"),
-                                                    nb_u=_nb_len("u"), vis_o=vis_o),
+                                                    nb_u=_nb_len("u"), vis_o=vis_o,
+                                                    neighbours_m=_NEIGHBOURS.format(unit="m.id"),
+                                                    neighbours_u=_NEIGHBOURS.format(unit="u.id")),
                                 {**qp, **vparams, "gamma": context_weight,
                                  "fanout": CONTEXT_FANOUT}).fetchall()
         return conn.execute(_PLAIN_SQL.format(where=where, dl_u=_dl("u")), qp).fetchall()
