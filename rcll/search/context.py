@@ -32,14 +32,13 @@ def context_step(state: RecallState, session: float = 0.25, pool: int = 300,
         return
     head, tail = state.ranked[:pool], state.ranked[pool:]
     contexts = _contexts(state, [uid for uid, _ in head])
-    scores: dict[str, list[float]] = {}
+    best: dict[str, float] = {}
     key = {}
     for uid, score in head:
         ctx = contexts.get(uid)
         k = f"c:{ctx}" if ctx else f"u:{uid}"
         key[uid] = k
-        scores.setdefault(k, []).append(score)
-    best = {k: v[0] for k, v in scores.items()}  # head is sorted: v[0] is the best
+        best[k] = max(best.get(k, 0.0), score)
     if terms > 0:
         lexical = state.outputs.get("lexical")
         idf = dict(lexical.info.get("idf") or {}) if lexical else {}
