@@ -92,6 +92,16 @@ def variants() -> dict[str, Recipe]:
         **{f"full with session terms {w}": _with_param(full, f"full with session terms {w}",
                                                        "context", terms=w)
            for w in (0.1, 0.2, 0.3)},
+        # episode-level channel evidence (rcll.search.context: each episode ranked by the
+        # mean of its 3 best scores in the channel, fused as one more RRF list)
+        **{f"full + episode {ch} {w}": _with_param(
+            full, f"full + episode {ch} {w}", "context",
+            episodes={c: w for c in ch.split("+")}, episode_top=3)
+           for ch, ws in (("dense", (0.3, 0.5, 1.0)), ("lexical", (0.3, 1.0)),
+                          ("dense+lexical", (0.3, 1.0))) for w in ws},
+        "full + episode dense 1.0 top 1": _with_param(
+            full, "full + episode dense 1.0 top 1", "context", episodes={"dense": 1.0},
+            episode_top=1),
         "full + window 0.5": _with_step(full, "full + window 0.5", Step.of("window", boost=0.5),
                                         before="rerank"),
     }

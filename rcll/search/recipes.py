@@ -81,6 +81,12 @@ SPEAKER = Step.of("speaker", boost=0.25)
 # context step's doc) lifted LoCoMo (every 2nd question: 0.588 / 0.773 / 0.818 → at 0.1
 # 0.591 / 0.783 / 0.820, 0.2 0.593 / 0.788 / 0.823, 0.3 0.594 / 0.784 / 0.822, 0.5 0.590)
 # but not LongMemEval_S dev (0.668 / 0.849 / 0.883 → 0.2: 0.661 / 0.838 / 0.883).
+# Measured and left out too: episode-level channel evidence (``episodes``, each episode
+# ranked by the mean of its 3 best channel scores and fused as one more RRF list). LoCoMo,
+# 1,536 q, dense at 0.3 / 0.5 / 1.0: 0.587 / 0.586 / 0.584 nDCG@5 against 0.589 (recall@10
+# 0.773–0.774 against 0.774): chosen on LoCoMo it is off. LongMemEval_S dev would take it
+# (dense 1.0: 0.695 / 0.871 / session recall_all@5 0.917) — choosing it there would be
+# fitting the confirmation set (README "Recall quality").
 SESSION = Step.of("context", session=0.25, pool=100)
 
 # Query-term coverage (rcll.search.coverage: xQuAD over the query's lexical terms) with

@@ -129,6 +129,49 @@ def test_the_session_step_adds_the_episodes_query_term_coverage(client, worker, 
     assert abs(after[ids["b1"]] - (before[ids["b1"]] + 0.5 * top * share_b)) < 1e-5
 
 
+def test_episode_evidence_fuses_each_channels_episode_ranking(client, worker, services):
+    """With ``episodes={"dense": w}`` every unit gains w / (k + r), r the rank of its
+    episode by the mean of that episode's best ``episode_top`` dense scores — the order of
+    episodes can change, which the β boost alone never does."""
+    turns = [("f1", "s1", "Eve: I watched three films at the film festival"),
+             ("f2", "s1", "Eve: the festival screened documentaries and dramas"),
+             ("m1", "s2", "Eve: movie night at home with popcorn"),
+             ("m2", "s2", "Eve: my tax forms are due next month")]
+    items = [{"content": text, "context": session, "document_id": doc, "timestamp": TS}
+             for doc, session, text in turns]
+    _retain(client, "ctx8", items)
+    every_unit = {"dense": {"floor": -1.0}}  # no cosine floor: all four units are candidates
+    recipes = {**RECIPES,
+               "d": Recipe("d", ("dense",), steps=(Step.of("context", session=0.0),),
+                           params=every_unit),
+               "de": Recipe("de", ("dense",), steps=(Step.of(
+                   "context", session=0.0, episodes={"dense": 0.5}, episode_top=2),),
+                            params=every_unit)}
+    ctx = services.recall_context()
+    ask = lambda name: RecallQuery(query="movie festivals I attended").model_copy(  # noqa: E731
+        update={"recipe": name})
+    base = recall(ctx, "ctx8", ask("d"), recipes=recipes)
+    fused = recall(ctx, "ctx8", ask("de"), recipes=recipes)
+    assert base.results and len(fused.results) == len(base.results) == 4
+    cos = {r["id"]: r["scores"]["dense"] for r in base.results}
+    episode = {r["id"]: r["context"] for r in base.results}
+    mean = {e: sum(v) / len(v) for e in ("s1", "s2")
+            for v in [[cos[u] for u in cos if episode[u] == e]]}
+    order = sorted(mean, key=lambda e: -mean[e])
+    before = {r["id"]: r["scores"]["final"] for r in base.results}
+    after = {r["id"]: r["scores"]["final"] for r in fused.results}
+    for uid, score in before.items():
+        rank = order.index(episode[uid]) + 1
+        assert abs(after[uid] - (score + 0.5 / (ctx.rrf_k + rank))) < 1e-5, uid
+    # without the option the step is a no-op at β = 0: the dense channel's own order
+    assert [r["id"] for r in base.results] == sorted(cos, key=lambda u: -cos[u])
+    # a channel the recipe did not run adds nothing
+    none = recall(ctx, "ctx8", RecallQuery(query="movie festivals I attended").model_copy(
+        update={"recipe": "dl"}), recipes={**recipes, "dl": Recipe("dl", ("dense",), steps=(
+            Step.of("context", session=0.0, episodes={"lexical": 1.0}),), params=every_unit)})
+    assert {r["id"]: r["scores"]["final"] for r in none.results} == before
+
+
 def test_recall_names_its_recipe_and_rejects_unknown_ones(client, worker, services):
     _retain(client, "ctx4", _conversation())
     r = client.post("/v1/default/banks/ctx4/memories/recall",
