@@ -89,8 +89,8 @@ def _episode_key(uid: str, context: str | None) -> str:
 def _episode_evidence(state: RecallState, contexts: dict[str, str | None],
                       weights: dict[str, float], top: int) -> dict[str, float]:
     """``{episode key: Σ_c w_c / (rrf_k + rank_c)}`` over the channels of ``weights``:
-    each channel's candidates grouped by episode (``contexts``, extended in place with the
-    candidates outside the head — units the scope hides are never read and drop out),
+    each channel's candidates grouped by episode (``contexts``, plus the candidates outside
+    the head read once here — units the scope hides are never read and drop out),
     an episode scored by the mean of its ``top`` best channel scores, ranked best first
     (ties by key, so the order is deterministic)."""
     out: dict[str, float] = {}
@@ -100,7 +100,7 @@ def _episode_evidence(state: RecallState, contexts: dict[str, str | None],
             continue
         missing = [c.unit_id for c in output.candidates if c.unit_id not in contexts]
         if missing:
-            contexts.update(_narrow_contexts(state, missing))
+            contexts = {**contexts, **_narrow_contexts(state, missing)}
         per: dict[str, list[float]] = {}
         for c in output.candidates:
             if c.unit_id in contexts:

@@ -146,7 +146,9 @@ def test_episode_evidence_fuses_each_channels_episode_ranking(client, worker, se
                            params=every_unit),
                "de": Recipe("de", ("dense",), steps=(Step.of(
                    "context", session=0.0, episodes={"dense": 0.5}, episode_top=2),),
-                            params=every_unit)}
+                            params=every_unit),
+               "dl": Recipe("dl", ("dense",), steps=(Step.of(
+                   "context", session=0.0, episodes={"lexical": 1.0}),), params=every_unit)}
     ctx = services.recall_context()
     ask = lambda name: RecallQuery(query="movie festivals I attended").model_copy(  # noqa: E731
         update={"recipe": name})
@@ -166,9 +168,7 @@ def test_episode_evidence_fuses_each_channels_episode_ranking(client, worker, se
     # without the option the step is a no-op at β = 0: the dense channel's own order
     assert [r["id"] for r in base.results] == sorted(cos, key=lambda u: -cos[u])
     # a channel the recipe did not run adds nothing
-    none = recall(ctx, "ctx8", RecallQuery(query="movie festivals I attended").model_copy(
-        update={"recipe": "dl"}), recipes={**recipes, "dl": Recipe("dl", ("dense",), steps=(
-            Step.of("context", session=0.0, episodes={"lexical": 1.0}),), params=every_unit)})
+    none = recall(ctx, "ctx8", ask("dl"), recipes=recipes)
     assert {r["id"]: r["scores"]["final"] for r in none.results} == before
 
 
