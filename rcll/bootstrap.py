@@ -61,6 +61,13 @@ class Services:
         return AccessService(self.pool, self.read_pool, self.settings)
 
     @cached_property
+    def documents(self):
+        """Documents and bank contents (:class:`rcll.documents.service.DocumentService`)."""
+        from rcll.documents.service import DocumentService
+
+        return DocumentService(self)
+
+    @cached_property
     def embedder(self) -> EmbedderHandle:
         s = self.settings
         return EmbedderHandle(s.embedder_model, s.embed_batch_size, s.embedder_enabled,

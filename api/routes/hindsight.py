@@ -21,7 +21,6 @@ from api.openapi import doc
 from api.paging import page_params, search_param
 from api.schemas import check_bank_id
 from rcll.access.visibility import unit_filter
-from rcll.cascade import invalidation
 from rcll.reflect import reflect as run_reflect
 from rcll.search.models import TAGS_MATCH, RecallQuery
 from rcll.store import audit, banks, documents
@@ -41,12 +40,6 @@ class AnyPath(PathConverter):
 bp.record_once(lambda state: state.app.url_map.converters.setdefault("anypath", AnyPath))
 BANK = "/v1/default/banks/<bank_id>"
 STARTED = time.monotonic()
-
-
-def _member() -> str | None:
-    """The member whose audience rules apply, ``None`` when the caller sees every unit."""
-    who = principal()
-    return None if who.all_audiences else who.member_id
 
 
 def _visible(bank_id: str) -> tuple[str, dict]:
@@ -223,14 +216,10 @@ def list_memories(bank_id: str):
             raise APIError(400, "invalid_request", "entity_id must be a UUID",
                            {"field": "entity_id"})
     tags, match = _tags_args()
-    q = search_param()
-    with services().pool.connection() as conn:
-        banks.get(conn, bank_id)
-        rows, total = documents.list_units(
-            conn, bank_id, limit, offset, visible=_visible(bank_id),
-            kinds=kinds, q=q,
-            document_id=request.args.get("document_id") or None, tags=tags, tags_match=match,
-            entity_id=entity_id, state=state)
+    rows, total = services().documents.list_memories(
+        principal(), bank_id, limit, offset, kinds=kinds, q=search_param(),
+        document_id=request.args.get("document_id") or None, tags=tags, tags_match=match,
+        entity_id=entity_id, state=state)
     items = [{**r, "fact_type": hs.KIND_TYPE.get(r["kind"], "world"),
               "date": r["occurred_start"] or r["mentioned_at"] or r["created_at"],
               "entities": ", ".join(r["entity_names"]) or None,
@@ -247,13 +236,7 @@ def clear_memories(bank_id: str):
     with their vectors, links and cached tiers; the bank and its settings stay."""
     check_bank_id(bank_id)
     kinds = hs.kinds_for([request.args["type"]], "type") if request.args.get("type") else None
-    svc = services()
-    with svc.pool.connection() as conn:
-        banks.get(conn, bank_id)
-        ids = documents.clear_bank(conn, bank_id, kinds)
-        audit.record(conn, principal().member_id, "bank.clear", bank_id,
-                     details={"kinds": kinds, "units": len(ids)})
-    invalidation.bank_dropped(svc.hot_tier, bank_id)
+    ids = services().documents.clear(principal(), bank_id, kinds)
     return jsonify({"success": True, "deleted_count": len(ids),
                     "message": f"deleted {len(ids)} memories of bank {bank_id}"})
 
@@ -266,11 +249,8 @@ def list_tags(bank_id: str):
     ``*`` wildcard), ``limit``, ``offset``."""
     check_bank_id(bank_id)
     limit, offset = page_params(default_limit=100)
-    q = search_param()
-    with services().pool.connection() as conn:
-        banks.get(conn, bank_id)
-        rows, total = documents.tags(conn, bank_id, limit, offset,
-                                     visible=_visible(bank_id), q=q)
+    rows, total = services().documents.tags(principal(), bank_id, limit, offset,
+                                            q=search_param())
     return jsonify({"items": rows, "total": total, "limit": limit, "offset": offset})
 
 
@@ -285,12 +265,8 @@ def list_documents(bank_id: str):
     check_bank_id(bank_id)
     limit, offset = page_params(default_limit=100)
     tags, _ = _tags_args()
-    q = request.args.get("q") or None
-    with services().pool.connection() as conn:
-        banks.get(conn, bank_id)
-        rows, total = documents.list_page(conn, bank_id, limit, offset,
-                                          visible=_visible(bank_id), q=q,
-                                          tags=tags)
+    rows, total = services().documents.list_documents(
+        principal(), bank_id, limit, offset, q=request.args.get("q") or None, tags=tags)
     return jsonify({"items": rows, "total": total, "limit": limit, "offset": offset})
 
 
@@ -301,9 +277,7 @@ def get_document(bank_id: str, document_id: str):
     """One document: its live text, unit count and units per kind; 404
     ``document_not_found``."""
     check_bank_id(bank_id)
-    with services().pool.connection() as conn:
-        banks.get(conn, bank_id)
-        return jsonify(documents.get(conn, bank_id, document_id, visible=_visible(bank_id)))
+    return jsonify(services().documents.get_document(principal(), bank_id, document_id))
 
 
 @bp.delete(BANK + "/documents/<anypath:document_id>")
@@ -313,14 +287,7 @@ def delete_document(bank_id: str, document_id: str):
     """Delete a document and every unit of it (vectors, links, mentions, tunnels, tier 1);
     → ``{success, document_id, memory_units_deleted, unit_ids}``."""
     check_bank_id(bank_id)
-    svc = services()
-    with svc.pool.connection() as conn, conn.transaction():
-        banks.get(conn, bank_id)
-        ids = documents.delete(conn, bank_id, document_id, member=_member())
-        audit.record(conn, principal().member_id, "document.delete", bank_id,
-                     details={"document_id": document_id, "units": len(ids)})
-    invalidation.units_left(svc.hot_tier, bank_id, ids)
-    invalidation.bank_written(svc.hot_tier, bank_id)
+    ids = services().documents.delete_document(principal(), bank_id, document_id)
     return jsonify({"success": True, "document_id": document_id,
                     "memory_units_deleted": len(ids), "unit_ids": ids,
                     "message": f"document {document_id} deleted with {len(ids)} memory units"})

@@ -88,7 +88,3 @@ class Principal:
             return self.purposes_all
         g = self.grants.get(bank_id)
         return g.purposes if g else ()
-
-    def sees(self, audience: str) -> bool:
-        """Whether a unit with this ``audience`` is visible to the caller (module doc)."""
-        return self.all_audiences or audience == BANK_AUDIENCE or audience == self.member_id

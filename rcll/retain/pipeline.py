@@ -8,8 +8,8 @@ job and does nothing if the job is gone or already ended (STYLE §8).
 
 from __future__ import annotations
 
-import hashlib
 import logging
+import re
 from dataclasses import dataclass
 
 import psycopg
@@ -18,6 +18,7 @@ from psycopg_pool import ConnectionPool
 from rcll.cascade import invalidation
 from rcll.db import is_transient
 from rcll.hierarchy.classifier import Classifier
+from rcll.identity import chunk_keys, content_document_id, sha256
 from rcll.models.embedder import EmbedderHandle, input_stamp
 from rcll.models.tokenizer import TokenCounter
 from rcll.retain.chunking import chunk_text
@@ -29,8 +30,9 @@ log = logging.getLogger(__name__)
 PROGRESS_EVERY = 50
 
 
-def sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+class TextDropped(ValueError):
+    """Chunking kept fewer non-blank characters than the item holds: the item fails (its
+    job is not ``succeeded``) rather than store part of it silently."""
 
 
 @dataclass
@@ -64,15 +66,27 @@ def drafts_for(item: RetainItem, ctx: RetainContext) -> list[UnitDraft]:
         return [known[t] for t in texts]
 
     chunks = chunk_text(item.content, ctx.chunk_max_tokens, count)
+    held, given = _non_blank(chunks), _non_blank([item.content])
+    if held < given:  # chunking promises every non-blank character (rcll.retain.chunking)
+        raise TextDropped(f"chunking kept {held} of the item's {given} non-blank characters")
     sizes = count(chunks) if ctx.tokens.exact else [None] * len(chunks)
-    for i, (text, size) in enumerate(zip(chunks, sizes, strict=True)):
+    keys = chunk_keys(chunks)  # a repeated chunk is a chunk of its own (rcll.identity)
+    for i, (text, size, key) in enumerate(zip(chunks, sizes, keys, strict=True)):
         room, hall = ctx.classifier.classify(text, item.room, item.hall)
-        out.append(UnitDraft(text=text, chunk_hash=sha256(text), chunk_index=i, room=room,
+        out.append(UnitDraft(text=text, chunk_hash=key, chunk_index=i, room=room,
                              hall=hall, layer=item.layer, context=item.context,
                              mentioned_at=item.timestamp, metadata=item.metadata, tags=item.tags,
                              token_count=size, audience=item.audience or "bank",
                              purposes=tuple(item.purposes or UnitDraft.purposes)))
     return out
+
+
+_BLANK = re.compile(r"\s+")
+
+
+def _non_blank(texts: list[str]) -> int:
+    """Characters of ``texts`` that are not whitespace (``\\s``, as the chunker splits)."""
+    return sum(len(_BLANK.sub("", t)) for t in texts)
 
 
 class JobGone(Exception):
@@ -83,12 +97,14 @@ ITEM_CONFLICT_RETRIES = 3
 
 
 def version_for(item: RetainItem, seq: int, index: int) -> units.DocumentVersion:
-    """The document version an item states: its document id (default: a hash of the
-    content), content hash, document-level values, and version key ``(seq, index)``."""
-    content_hash = sha256(item.content)
+    """The document version an item states: its lineage (document id — default: a hash of
+    the content, :func:`rcll.identity.content_document_id` — audience and purposes), content
+    hash, document-level values, and version key ``(seq, index)``."""
     return units.DocumentVersion(
-        external_id=item.document_id or f"sha256:{content_hash[:32]}",
-        content_hash=content_hash, metadata=item.metadata, tags=item.tags,
+        external_id=item.document_id or content_document_id(item.content),
+        content_hash=sha256(item.content), audience=item.audience or "bank",
+        purposes=tuple(item.purposes or UnitDraft.purposes), metadata=item.metadata,
+        tags=item.tags,
         context=item.context, mentioned_at=item.timestamp, version_seq=seq, version_item=index)
 
 

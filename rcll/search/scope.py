@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rcll.access.principal import DEFAULT_PURPOSES
+from rcll.access.visibility import Rule
 from rcll.search.models import RecallQuery
 
 if TYPE_CHECKING:
@@ -92,27 +93,25 @@ class CallerScope:
         a purpose)."""
         return not self.all_audiences or self.purpose is not None
 
+    @property
+    def rule(self) -> Rule:
+        """The visibility rule of this scope (:class:`rcll.access.visibility.Rule`): the
+        caller's member id (``None``: every audience) and the recall's purpose."""
+        return Rule(None if self.all_audiences else (self.member_id or ""),
+                    None if self.purpose is None else (self.purpose,))
+
     def visible(self, audience: str | None, purposes: Sequence[str] | None) -> bool:
         """Whether a unit with this ``audience`` and ``purposes`` passes the permission part
-        of the scope (what :meth:`visibility` says in SQL). ``None`` (unknown) passes only
-        an unrestricted scope."""
-        if not self.all_audiences and audience not in ("bank", self.member_id or ""):
-            return False
-        return self.purpose is None or (purposes is not None and self.purpose in purposes)
+        of the scope (:func:`rcll.access.visibility.allows`, the rule's Python form)."""
+        return self.rule.allows(audience, purposes)
 
     def visibility(self, alias: str = "u") -> tuple[str, dict]:
         """``(sql, params)``: only the permission part (audience, purpose) of :meth:`where`,
-        ``"TRUE"`` when unrestricted — for rows the channel reads beside its candidates
-        (a neighbour's length, an entity's mentions) that must not count when invisible."""
-        parts: list[str] = []
-        params: dict = {}
-        if not self.all_audiences:
-            parts.append(f"({alias}.audience = 'bank' OR {alias}.audience = %(scope_member)s)")
-            params["scope_member"] = self.member_id or ""
-        if self.purpose is not None:
-            parts.append(f"%(scope_purpose)s = ANY({alias}.purposes)")
-            params["scope_purpose"] = self.purpose
-        return (" AND ".join(parts) or "TRUE"), params
+        ``"TRUE"`` when unrestricted — the rule's one SQL form
+        (:func:`rcll.access.visibility.rule_sql`), also for rows the channel reads beside
+        its candidates (a neighbour's length, an entity's mentions) that must not count when
+        invisible."""
+        return self.rule.sql(alias, prefix="scope")
 
     def where(self, alias: str = "u") -> tuple[str, dict]:
         """``(sql, params)`` restricting ``alias`` (memory_units) to this scope; named

@@ -2,11 +2,13 @@
 reads: documents, memories list, tags, stats) and the two bulk deletes (one document, every
 memory of a bank).
 
-Visibility: the readers take ``visible``, ``(sql, params)`` on alias ``u`` — the caller's
-rule, :func:`rcll.access.visibility.unit_filter` (audience ``'bank'`` or the member, and a
-purpose granted on the bank); the default ``("TRUE", {})`` sees every unit (auth off,
-internal). Forgotten units (tombstones) are never listed or counted. :func:`delete` takes
-``member`` (``None``: may delete every unit).
+Visibility is the caller's :class:`rcll.access.visibility.Rule` (audience ``'bank'`` or the
+member, and a purpose granted on the bank; ``EVERYONE``: auth off, internal). Documents take
+it as ``rule`` and apply it both to the document lineage (its ``audience`` and ``purposes``,
+:mod:`rcll.identity`) and to its units; the unit listings take ``visible``, the rule's
+``(sql, params)`` on alias ``u``. Forgotten units (tombstones) are never listed or counted.
+A delete removes exactly what the same rule lets the caller read: nothing it cannot see is
+deleted, and a document it cannot see is ``document_not_found`` as if it did not exist.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from collections.abc import Sequence
 
 from psycopg import Connection
 
-from rcll.errors import Forbidden, NotFound
+from rcll.access.visibility import EVERYONE, Rule
+from rcll.errors import NotFound
 
 
 class DocumentNotFound(NotFound):
@@ -38,18 +41,34 @@ def _iso(v):
 
 # -- documents ---------------------------------------------------------------------------
 
+def _lineages(rule: Rule, params: dict) -> str:
+    """SQL over alias ``d``: lineages the rule lets the caller see that hold a unit it sees
+    (``params`` gains the rule's parameters)."""
+    dvis, dparams = rule.sql("d", "dvis")
+    uvis, uparams = _vis(rule.sql("u", "vis"))
+    params.update(dparams)
+    params.update(uparams)
+    return f"{dvis} AND EXISTS (SELECT 1 FROM memory_units u WHERE u.document_id = d.id AND {uvis})"
+
+
+_DOC_COLUMNS = """d.id AS pk, d.document_id, d.content_hash, d.created_at, d.updated_at,
+                  d.metadata, d.tags, d.revision, d.audience, d.purposes,
+                  (SELECT count(*) FROM memory_units u WHERE u.document_id = d.id AND {vis}
+                     AND u.superseded_by_id IS NULL AND u.invalidated_reason IS NULL) AS units"""
+
+
 def list_page(conn: Connection, bank_id: str, limit: int, offset: int, *,
-              visible: Visible = ALL_VISIBLE, q: str | None = None,
+              rule: Rule = EVERYONE, q: str | None = None,
               tags: Sequence[str] | None = None) -> tuple[list[dict], int]:
-    """One page of the bank's documents holding at least one unit the caller sees, newest
+    """One page of the bank's document lineages the caller sees (:func:`_lineages`), newest
     first (ties by id): ``[{"id" (the caller's document id), "bank_id", "content_hash",
-    "created_at", "updated_at", "memory_unit_count" (live units), "text_length",
-    "document_metadata", "tags", "revision"}]`` and the total. ``q``: document ids
-    containing it (case-insensitive); ``tags``: documents holding any of them."""
-    vis, params = _vis(visible)
-    params.update({"bank": bank_id, "limit": limit, "offset": offset})
-    where = ["d.bank_id = %(bank)s",
-             f"EXISTS (SELECT 1 FROM memory_units u WHERE u.document_id = d.id AND {vis})"]
+    "created_at", "updated_at", "memory_unit_count" (live units it sees), "text_length",
+    "document_metadata", "tags", "revision", "audience", "purposes"}]`` and the total. A
+    document id retained under two audiences the caller both sees is two rows. ``q``:
+    document ids containing it (case-insensitive); ``tags``: documents holding any."""
+    params: dict = {"bank": bank_id, "limit": limit, "offset": offset}
+    where = ["d.bank_id = %(bank)s", _lineages(rule, params)]
+    vis = _vis(rule.sql("u", "vis"))[0]
     if q:
         where.append("d.document_id ILIKE %(q)s")
         params["q"] = "%" + q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
@@ -58,10 +77,7 @@ def list_page(conn: Connection, bank_id: str, limit: int, offset: int, *,
         params["tags"] = list(tags)
     clause = " AND ".join(where)
     rows = conn.execute(
-        f"""SELECT d.id AS pk, d.document_id, d.content_hash, d.created_at, d.updated_at,
-                   d.metadata, d.tags, d.revision,
-                   (SELECT count(*) FROM memory_units u WHERE u.document_id = d.id AND {vis}
-                      AND u.superseded_by_id IS NULL AND u.invalidated_reason IS NULL) AS units,
+        f"""SELECT {_DOC_COLUMNS.format(vis=vis)},
                    (SELECT coalesce(sum(length(c.text)), 0) FROM chunks c
                       WHERE c.document_id = d.id AND EXISTS (
                         SELECT 1 FROM memory_units u WHERE u.chunk_id = c.id AND {vis}
@@ -79,35 +95,41 @@ def _doc(bank_id: str, r: dict) -> dict:
             "created_at": _iso(r["created_at"]), "updated_at": _iso(r["updated_at"]),
             "memory_unit_count": int(r["units"]), "text_length": int(r["text_length"] or 0),
             "document_metadata": r["metadata"], "tags": list(r["tags"]),
-            "revision": r["revision"]}
+            "revision": r["revision"], "audience": r["audience"],
+            "purposes": list(r["purposes"])}
 
 
-def get(conn: Connection, bank_id: str, document_id: str, *,
-        visible: Visible = ALL_VISIBLE) -> dict:
-    """One document: the fields of :func:`list_page` plus ``original_text`` (the text of its
-    live version: its live chunks in order, joined by a blank line) and
-    ``nodes_by_fact_type`` (live units per kind). Raises :class:`DocumentNotFound` when the
-    bank has no such document or the caller sees none of its units."""
-    vis, params = _vis(visible)
-    params.update({"bank": bank_id, "doc": document_id})
-    r = conn.execute(
-        f"""SELECT d.id AS pk, d.document_id, d.content_hash, d.created_at, d.updated_at,
-                   d.metadata, d.tags, d.revision,
-                   (SELECT count(*) FROM memory_units u WHERE u.document_id = d.id AND {vis}
-                      AND u.superseded_by_id IS NULL AND u.invalidated_reason IS NULL) AS units,
-                   (SELECT count(*) FROM memory_units u WHERE u.document_id = d.id AND {vis})
-                     AS seen,
+def _not_found(bank_id: str, document_id: str) -> DocumentNotFound:
+    return DocumentNotFound(f"document {document_id!r} does not exist in bank {bank_id!r}",
+                            {"bank_id": bank_id, "document_id": document_id})
+
+
+def get(conn: Connection, bank_id: str, document_id: str, *, rule: Rule = EVERYONE) -> dict:
+    """One document: the newest lineage of ``document_id`` the caller sees (by version key),
+    with the fields of :func:`list_page` plus ``original_text`` (the text of its live
+    version: its live chunks the caller sees, in order, joined by a blank line),
+    ``nodes_by_fact_type`` (live units per kind) and ``lineages`` (how many lineages of the
+    id the caller sees). Raises :class:`DocumentNotFound` when the bank has no such document
+    or the caller sees none of it."""
+    params: dict = {"bank": bank_id, "doc": document_id}
+    seen = _lineages(rule, params)
+    vis = _vis(rule.sql("u", "vis"))[0]
+    rows = conn.execute(
+        f"""SELECT {_DOC_COLUMNS.format(vis=vis)},
                    (SELECT string_agg(c.text, E'\\n\\n' ORDER BY c.index) FROM chunks c
                       WHERE c.document_id = d.id AND EXISTS (
                         SELECT 1 FROM memory_units u WHERE u.chunk_id = c.id AND {vis}
                           AND u.invalidated_reason IS NULL)) AS text
-            FROM documents d WHERE d.bank_id = %(bank)s AND d.document_id = %(doc)s""",
-        params).fetchone()
-    if r is None or not r["seen"]:
-        raise DocumentNotFound(f"document {document_id!r} does not exist in bank {bank_id!r}",
-                               {"bank_id": bank_id, "document_id": document_id})
+            FROM documents d
+            WHERE d.bank_id = %(bank)s AND d.document_id = %(doc)s AND {seen}
+            ORDER BY d.version_seq DESC, d.version_item DESC, d.id""",
+        params).fetchall()
+    if not rows:
+        raise _not_found(bank_id, document_id)
+    r = rows[0]
     out = _doc(bank_id, {**r, "text_length": len(r["text"] or "")})
     out["original_text"] = r["text"]
+    out["lineages"] = len(rows)
     kinds = conn.execute(
         f"""SELECT u.kind, count(*) AS n FROM memory_units u
             WHERE u.document_id = %(pk)s AND {vis} AND u.superseded_by_id IS NULL
@@ -127,25 +149,42 @@ def _unsupersede(conn: Connection, unit_ids: list[str]) -> None:
 
 
 def delete(conn: Connection, bank_id: str, document_id: str, *,
-           member: str | None = None) -> list[str]:
-    """Delete a document with every unit, chunk, vector, link, entity mention, revision and
-    tunnel of it (foreign-key cascades), in the caller's transaction. Returns the deleted
-    unit ids (the caller evicts them from tier 1 after the commit). Raises
-    :class:`DocumentNotFound`, and 403 ``forbidden`` when ``member`` may not see every unit of
-    it (another member's private unit would go with it)."""
-    doc = conn.execute("SELECT id FROM documents WHERE bank_id = %s AND document_id = %s "
-                       "FOR UPDATE", (bank_id, document_id)).fetchone()
-    if doc is None:
-        raise DocumentNotFound(f"document {document_id!r} does not exist in bank {bank_id!r}",
-                               {"bank_id": bank_id, "document_id": document_id})
-    units = conn.execute("SELECT id, audience FROM memory_units WHERE document_id = %s",
-                         (doc["id"],)).fetchall()
-    if member is not None and any(u["audience"] not in ("bank", member) for u in units):
-        raise Forbidden("the document holds units of another member's audience",
-                        {"document_id": document_id})
-    ids = [str(u["id"]) for u in units]
+           rule: Rule = EVERYONE) -> list[str]:
+    """Delete what the caller may read of document ``document_id``: every lineage of it the
+    rule lets the caller see — its units the caller sees (tombstones too) with their
+    chunks, vectors, links, entity mentions, revisions and tunnels (foreign-key cascades) —
+    and each such lineage's row once no unit is left in it; in the caller's transaction.
+    Lineages and units the caller cannot see are left exactly as they were. Returns the
+    deleted unit ids (the caller evicts them from tier 1 after the commit). Raises
+    :class:`DocumentNotFound` when the caller sees no lineage of it (also when it does not
+    exist: the same answer, so a delete tells nothing of others' documents)."""
+    params: dict = {"bank": bank_id, "doc": document_id}
+    dvis, dparams = rule.sql("d", "dvis")
+    uvis, uparams = rule.sql("u", "vis")
+    params.update(dparams)
+    params.update(uparams)
+    docs = [str(r["id"]) for r in conn.execute(
+        f"""SELECT d.id FROM documents d
+            WHERE d.bank_id = %(bank)s AND d.document_id = %(doc)s AND {dvis}
+              AND EXISTS (SELECT 1 FROM memory_units u WHERE u.document_id = d.id AND {uvis})
+            ORDER BY d.id FOR UPDATE OF d""", params).fetchall()]
+    if not docs:
+        raise _not_found(bank_id, document_id)
+    ids = [str(r["id"]) for r in conn.execute(
+        f"""SELECT u.id FROM memory_units u WHERE u.document_id = ANY(%(docs)s::uuid[])
+              AND {uvis} ORDER BY u.id""", {**params, "docs": docs}).fetchall()]
     _unsupersede(conn, ids)
-    conn.execute("DELETE FROM documents WHERE id = %s", (doc["id"],))  # cascades to units
+    conn.execute("DELETE FROM memory_units WHERE id = ANY(%s::uuid[])", (ids,))
+    # a lineage with nothing left goes (with its chunks); one keeping a unit the caller
+    # cannot see (narrowed by a lifecycle verb) stays, without the deleted units' chunks
+    conn.execute(
+        """DELETE FROM documents d WHERE d.id = ANY(%s::uuid[])
+             AND NOT EXISTS (SELECT 1 FROM memory_units u WHERE u.document_id = d.id)""",
+        (docs,))
+    conn.execute(
+        """DELETE FROM chunks c WHERE c.document_id = ANY(%s::uuid[])
+             AND NOT EXISTS (SELECT 1 FROM memory_units u WHERE u.chunk_id = c.id)""",
+        (docs,))
     return ids
 
 

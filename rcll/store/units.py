@@ -1,6 +1,7 @@
 """Documents, chunks and memory units: one document version applied per transaction.
 
-A document (``bank_id``, ``document_id``) has versions; exactly the latest one is live. The
+A document lineage (``bank_id``, ``document_id``, ``audience``, ``purposes``; what makes it
+one is :mod:`rcll.identity`) has versions; exactly the latest one is live. The
 latest is the one with the highest version key ``(job seq, item index)``: the submission
 order of the jobs, then the order of items in a job. Applying a version takes the documents
 row lock first (``INSERT … ON CONFLICT DO UPDATE … RETURNING``), so versions of one document
@@ -14,6 +15,8 @@ from datetime import datetime
 
 from psycopg import Connection
 from psycopg.types.json import Jsonb
+
+from rcll.identity import canonical_purposes
 
 
 @dataclass
@@ -42,11 +45,14 @@ class DocumentVersion:
 
     ``version_seq`` is the job's submission sequence (``jobs.seq``) and ``version_item`` the
     item's index in the job; together they order versions. The other fields are the
-    document-level values every live unit of the document ends with.
+    document-level values every live unit of the document ends with; ``audience`` and
+    ``purposes`` (with ``external_id``) name the lineage (:func:`rcll.identity.lineage_key`).
     """
 
     external_id: str
     content_hash: str
+    audience: str
+    purposes: tuple[str, ...]
     metadata: dict
     tags: list[str]
     context: str | None
@@ -74,26 +80,32 @@ class VersionResult:
 
 def apply_version(conn: Connection, bank_id: str, job_id: str, version: DocumentVersion,
                   drafts: list[UnitDraft]) -> VersionResult:
-    """Make ``version`` (with its chunk ``drafts``) the live version of its document.
+    """Make ``version`` (with its chunk ``drafts``) the live version of its lineage.
 
-    Run inside a transaction. Locks the documents row (created if new), then: an older
-    version key than the stored one is ``superseded`` and writes nothing; an equal key (a
-    redelivered job) re-applies without a new revision; a newer key bumps ``revision``.
-    Applying stores missing chunks and units, revives invalidated units whose chunk is in
-    this version, refreshes metadata, tags, context, times, ``document_revision``,
-    ``audience`` and ``purposes`` on all of them (and audience and purposes on the live
-    facts derived from them), and invalidates (``document_replaced``, history kept) every other live unit of
-    the document.
+    Run inside a transaction. Locks the lineage's documents row (created if new), then: an
+    older version key than the stored one is ``superseded`` and writes nothing; an equal key
+    (a redelivered job) re-applies without a new revision; a newer key bumps ``revision``.
+    Applying stores missing chunks and units (each draft's ``chunk_hash`` is its identity in
+    the version, :func:`rcll.identity.chunk_keys`), revives invalidated units whose chunk is
+    in this version, refreshes metadata, tags, context, times, chunk position and
+    ``document_revision`` on all of them, and invalidates (``document_replaced``, history
+    kept) every other live unit of the lineage. A unit's ``audience`` and ``purposes`` are
+    never changed here: they are the lineage's (part of its key), or narrower where a
+    lifecycle verb narrowed one unit. Another lineage of the same document id — another
+    audience or purpose set — is never read or written.
     """
+    aud, purposes = version.audience, canonical_purposes(version.purposes)
     doc = conn.execute(
-        """INSERT INTO documents (bank_id, document_id, content_hash, metadata, tags, context,
-                                  mentioned_at, revision, version_seq, version_item)
-           VALUES (%s, %s, %s, %s, %s, %s, %s, 1, %s, %s)
-           ON CONFLICT (bank_id, document_id) DO UPDATE SET bank_id = documents.bank_id
+        """INSERT INTO documents (bank_id, document_id, audience, purposes, content_hash,
+                                  metadata, tags, context, mentioned_at, revision,
+                                  version_seq, version_item)
+           VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, 1, %s, %s)
+           ON CONFLICT (bank_id, document_id, audience, purposes)
+             DO UPDATE SET bank_id = documents.bank_id
            RETURNING id, revision, version_seq, version_item, (xmax = 0) AS inserted""",
-        (bank_id, version.external_id, version.content_hash, Jsonb(version.metadata),
-         version.tags, version.context, version.mentioned_at, version.version_seq,
-         version.version_item),
+        (bank_id, version.external_id, aud, purposes, version.content_hash,
+         Jsonb(version.metadata), version.tags, version.context, version.mentioned_at,
+         version.version_seq, version.version_item),
     ).fetchone()
     doc_uuid = str(doc["id"])
     revision = doc["revision"]
@@ -115,17 +127,15 @@ def apply_version(conn: Connection, bank_id: str, job_id: str, version: Document
         )
     created = forgotten = 0
     scope_before = {} if doc["inserted"] else {
-        r["chunk_hash"]: (str(r["id"]), r["room"], r["hall"], r["layer"], r["audience"],
-                          tuple(r["purposes"]))
+        r["chunk_hash"]: (str(r["id"]), r["room"], r["hall"], r["layer"])
         for r in conn.execute(
-            """SELECT id, chunk_hash, room, hall, layer, audience, purposes FROM memory_units
+            """SELECT id, chunk_hash, room, hall, layer FROM memory_units
                WHERE document_id = %s AND invalidated_reason IS NULL
                  AND superseded_by_id IS NULL""", (doc_uuid,)).fetchall()}
     left: list[str] = []
     for d in drafts:
         before = scope_before.get(d.chunk_hash)
-        if before is not None and before[1:] != (d.room, d.hall, d.layer, d.audience,
-                                                 tuple(d.purposes)):
+        if before is not None and before[1:] != (d.room, d.hall, d.layer):
             left.append(before[0])
         chunk = conn.execute(
             """INSERT INTO chunks (document_id, index, text, content_hash) VALUES (%s, %s, %s, %s)
@@ -141,7 +151,6 @@ def apply_version(conn: Connection, bank_id: str, job_id: str, version: Document
                ON CONFLICT (bank_id, document_id, chunk_hash) DO UPDATE
                  SET invalidated_reason = NULL, context = EXCLUDED.context,
                      room = EXCLUDED.room, hall = EXCLUDED.hall, layer = EXCLUDED.layer,
-                     audience = EXCLUDED.audience, purposes = EXCLUDED.purposes,
                      mentioned_at = EXCLUDED.mentioned_at, metadata = EXCLUDED.metadata,
                      tags = EXCLUDED.tags, document_revision = EXCLUDED.document_revision,
                      chunk_id = EXCLUDED.chunk_id
@@ -149,7 +158,7 @@ def apply_version(conn: Connection, bank_id: str, job_id: str, version: Document
                RETURNING (xmax = 0) AS inserted""",
             (bank_id, doc_uuid, chunk["id"], d.chunk_hash, job_id, d.kind, d.text, d.context,
              d.room, d.hall, d.layer, d.mentioned_at, Jsonb(d.metadata), d.tags, d.token_count,
-             revision, d.audience, list(d.purposes)),
+             revision, aud, list(version.purposes)),
         ).fetchone()
         created += bool(row and row["inserted"])
         forgotten += row is None  # the unit was forgotten on request: it stays a tombstone
@@ -167,15 +176,6 @@ def apply_version(conn: Connection, bank_id: str, job_id: str, version: Document
                RETURNING mu.id""",
             (doc_uuid, hashes, hashes),
         ).fetchall()]
-        if drafts:  # the facts kept live follow the item's audience and purposes
-            left += [str(r["id"]) for r in conn.execute(
-                """UPDATE memory_units mu SET audience = %s, purposes = %s
-                   WHERE mu.document_id = %s AND mu.origin = 'derived'
-                     AND mu.invalidated_reason IS NULL
-                     AND (mu.audience <> %s OR mu.purposes <> %s)
-                   RETURNING mu.id""",
-                (drafts[0].audience, list(drafts[0].purposes), doc_uuid, drafts[0].audience,
-                 list(drafts[0].purposes))).fetchall()]
     return VersionResult(created, len(drafts) - created, False, revision, tuple(left),
                          forgotten)
 

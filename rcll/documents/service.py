@@ -1,0 +1,113 @@
+"""The documents service: list, read and delete documents; list a bank's memories and
+tags; clear a bank — the one implementation HTTP, MCP and the CLI call.
+
+Every method takes the caller's :class:`~rcll.access.principal.Principal` first, checks its
+role on the bank itself, and filters by the one visibility rule
+(:func:`rcll.access.visibility.rule_for`), applied to document lineages and units alike
+(:mod:`rcll.identity`). Reads run in a READ ONLY transaction on the read pool; a write owns
+its transaction, its audit entry and the tier-1 invalidation after the commit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from rcll.access.principal import Principal
+from rcll.access.visibility import rule_for
+from rcll.cascade import invalidation
+from rcll.store import audit, banks, documents
+
+if TYPE_CHECKING:
+    from psycopg import Connection
+
+    from rcll.bootstrap import Services
+
+
+class DocumentService:
+    """Documents and bank contents for one process (pools and tier 1 from ``services``)."""
+
+    def __init__(self, services: Services) -> None:
+        self._services = services
+
+    @contextmanager
+    def _read(self) -> Iterator[Connection]:
+        """A READ ONLY transaction on the read pool."""
+        with self._services.read_pool.connection() as conn, conn.transaction():
+            conn.execute("SET TRANSACTION READ ONLY")
+            yield conn
+
+    def list_documents(self, principal: Principal, bank_id: str, limit: int, offset: int, *,
+                       q: str | None = None, tags: Sequence[str] | None = None
+                       ) -> tuple[list[dict], int]:
+        """One page of the document lineages the caller sees and the total
+        (:func:`rcll.store.documents.list_page`). 403 ``forbidden``, 404 ``bank_not_found``."""
+        principal.require(bank_id, "read")
+        with self._read() as conn:
+            banks.get(conn, bank_id)
+            return documents.list_page(conn, bank_id, limit, offset,
+                                       rule=rule_for(principal, bank_id), q=q, tags=tags)
+
+    def get_document(self, principal: Principal, bank_id: str, document_id: str) -> dict:
+        """The newest lineage of ``document_id`` the caller sees, with its text
+        (:func:`rcll.store.documents.get`). 403 ``forbidden``, 404 ``bank_not_found``,
+        404 ``document_not_found`` (also when the caller sees none of it)."""
+        principal.require(bank_id, "read")
+        with self._read() as conn:
+            banks.get(conn, bank_id)
+            return documents.get(conn, bank_id, document_id, rule=rule_for(principal, bank_id))
+
+    def delete_document(self, principal: Principal, bank_id: str, document_id: str) -> list[str]:
+        """Delete what the caller may read of ``document_id``
+        (:func:`rcll.store.documents.delete`), audited as ``document.delete``; the deleted
+        units leave tier 1 after the commit. Returns their ids. 403 ``forbidden`` (no write
+        role), 404 ``bank_not_found``, 404 ``document_not_found`` (missing or invisible:
+        one answer)."""
+        principal.require(bank_id, "write")
+        svc = self._services
+        with svc.pool.connection() as conn, conn.transaction():
+            banks.get(conn, bank_id)
+            ids = documents.delete(conn, bank_id, document_id,
+                                   rule=rule_for(principal, bank_id))
+            audit.record(conn, principal.member_id, "document.delete", bank_id,
+                         details={"document_id": document_id, "units": len(ids)})
+        invalidation.units_left(svc.hot_tier, bank_id, ids)
+        invalidation.bank_written(svc.hot_tier, bank_id)
+        return ids
+
+    def list_memories(self, principal: Principal, bank_id: str, limit: int, offset: int,
+                      **filters) -> tuple[list[dict], int]:
+        """One page of the bank's units the caller sees and the total
+        (:func:`rcll.store.documents.list_units`; ``filters`` are its keyword filters).
+        403 ``forbidden``, 404 ``bank_not_found``."""
+        principal.require(bank_id, "read")
+        with self._read() as conn:
+            banks.get(conn, bank_id)
+            return documents.list_units(conn, bank_id, limit, offset,
+                                        visible=rule_for(principal, bank_id).sql("u"),
+                                        **filters)
+
+    def tags(self, principal: Principal, bank_id: str, limit: int, offset: int, *,
+             q: str | None = None) -> tuple[list[dict], int]:
+        """The tags on the units the caller sees (:func:`rcll.store.documents.tags`)."""
+        principal.require(bank_id, "read")
+        with self._read() as conn:
+            banks.get(conn, bank_id)
+            return documents.tags(conn, bank_id, limit, offset,
+                                  visible=rule_for(principal, bank_id).sql("u"), q=q)
+
+    def clear(self, principal: Principal, bank_id: str,
+              kinds: Sequence[str] | None = None) -> list[str]:
+        """Delete every unit of the bank (``kinds``: only those), audited as ``bank.clear``;
+        tier 1 drops the bank after the commit. Admins only: it removes every member's
+        memories. 403 ``forbidden``, 404 ``bank_not_found``. Returns the deleted ids."""
+        principal.require(bank_id, "admin")
+        svc = self._services
+        with svc.pool.connection() as conn, conn.transaction():
+            banks.get(conn, bank_id)
+            ids = documents.clear_bank(conn, bank_id, kinds)
+            audit.record(conn, principal.member_id, "bank.clear", bank_id,
+                         details={"kinds": list(kinds) if kinds else None, "units": len(ids)})
+        invalidation.bank_dropped(svc.hot_tier, bank_id)
+        return ids
