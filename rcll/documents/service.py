@@ -50,7 +50,7 @@ class DocumentService:
                                        rule=rule_for(principal, bank_id), q=q, tags=tags)
 
     def get_document(self, principal: Principal, bank_id: str, document_id: str) -> dict:
-        """The newest lineage of ``document_id`` the caller sees, with its text
+        """The lineage of ``document_id`` the caller sees (its own first, then the newest), with its text
         (:func:`rcll.store.documents.get`). 403 ``forbidden``, 404 ``bank_not_found``,
         404 ``document_not_found`` (also when the caller sees none of it)."""
         principal.require(bank_id, "read")

@@ -105,8 +105,8 @@ def _not_found(bank_id: str, document_id: str) -> DocumentNotFound:
 
 
 def get(conn: Connection, bank_id: str, document_id: str, *, rule: Rule = EVERYONE) -> dict:
-    """One document: the newest lineage of ``document_id`` the caller sees (by version key),
-    with the fields of :func:`list_page` plus ``original_text`` (the text of its live
+    """One document: the lineage of ``document_id`` the caller sees — its own (audience the
+    caller's member id) before the bank's, then the newest by version key — with the fields of :func:`list_page` plus ``original_text`` (the text of its live
     version: its live chunks the caller sees, in order, joined by a blank line),
     ``nodes_by_fact_type`` (live units per kind) and ``lineages`` (how many lineages of the
     id the caller sees). Raises :class:`DocumentNotFound` when the bank has no such document
@@ -122,8 +122,8 @@ def get(conn: Connection, bank_id: str, document_id: str, *, rule: Rule = EVERYO
                           AND u.invalidated_reason IS NULL)) AS text
             FROM documents d
             WHERE d.bank_id = %(bank)s AND d.document_id = %(doc)s AND {seen}
-            ORDER BY d.version_seq DESC, d.version_item DESC, d.id""",
-        params).fetchall()
+            ORDER BY d.audience = %(me)s DESC, d.version_seq DESC, d.version_item DESC, d.id""",
+        {**params, "me": rule.member or ""}).fetchall()
     if not rows:
         raise _not_found(bank_id, document_id)
     r = rows[0]
