@@ -16,6 +16,7 @@ from uuid import UUID
 from psycopg import Connection
 
 from rcll.errors import BankNotFound, InvalidInput, NotFound, Rejected
+from rcll.identity import same_visibility_sql
 from rcll.search.scope import CallerScope
 from rcll.store import links
 
@@ -62,7 +63,9 @@ def scan(conn: Connection, bank_id: str, *, model: str, window: int = 500,
     """Store every pair among the ``window`` newest visible units of ``bank_id``
     (:func:`scan_scope`) whose ``model`` vectors have cosine ≥ ``min_cosine`` as an open
     proposal, and record the scan in ``dedup_scans``. Pairs joined by a ``derived_from``
-    link (a fact and the chunk it came from) are not duplicates and are skipped.
+    link (a fact and the chunk it came from) are not duplicates and are skipped, and so
+    are pairs that not exactly the same callers may see (:func:`rcll.identity.same_visibility_sql`:
+    merging them would show one member's memory to others, or hide it).
 
     Run inside a transaction. Cost: ``window²/2`` vector comparisons in SQL (125k for 500).
     Returns ``{"units_compared", "proposals_added", "scanned_through"}``; raises
@@ -87,11 +90,12 @@ def scan(conn: Connection, bank_id: str, *, model: str, window: int = 500,
                 SELECT u.id FROM memory_units u WHERE {where}
                 ORDER BY u.created_at DESC, u.id DESC LIMIT %(window)s),
             vec AS MATERIALIZED (
-                SELECT r.id, e.embedding FROM recent r
-                JOIN memory_embeddings e ON e.unit_id = r.id AND e.model = %(model)s)
+                SELECT r.id, e.embedding, u.audience, u.purposes FROM recent r
+                JOIN memory_embeddings e ON e.unit_id = r.id AND e.model = %(model)s
+                JOIN memory_units u ON u.id = r.id)
             INSERT INTO dedup_proposals (bank_id, unit_a, unit_b, cosine)
             SELECT %(bank_id)s, a.id, b.id, 1 - (a.embedding <=> b.embedding)
-            FROM vec a JOIN vec b ON a.id < b.id
+            FROM vec a JOIN vec b ON a.id < b.id AND {same_visibility_sql("a", "b")}
             WHERE a.embedding <=> b.embedding <= 1 - %(floor)s
               AND NOT EXISTS (
                   SELECT 1 FROM memory_links l WHERE l.type = 'derived_from'

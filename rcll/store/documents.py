@@ -105,12 +105,13 @@ def _not_found(bank_id: str, document_id: str) -> DocumentNotFound:
 
 
 def get(conn: Connection, bank_id: str, document_id: str, *, rule: Rule = EVERYONE) -> dict:
-    """One document: the lineage of ``document_id`` the caller sees — its own (audience the
-    caller's member id) before the bank's, then the newest by version key — with the fields of :func:`list_page` plus ``original_text`` (the text of its live
-    version: its live chunks the caller sees, in order, joined by a blank line),
-    ``nodes_by_fact_type`` (live units per kind) and ``lineages`` (how many lineages of the
-    id the caller sees). Raises :class:`DocumentNotFound` when the bank has no such document
-    or the caller sees none of it."""
+    """One document: the lineage of ``document_id`` the caller sees — its own (audience
+    the caller's member id) before the bank's, then the newest by version key — with the
+    fields of :func:`list_page` plus ``original_text`` (the text of its live version: its
+    live chunks the caller sees, in order, joined by a blank line), ``nodes_by_fact_type``
+    (live units per kind) and ``lineages`` (how many lineages of the id the caller sees).
+    Raises :class:`DocumentNotFound` when the bank has no such document or the caller sees
+    none of it."""
     params: dict = {"bank": bank_id, "doc": document_id}
     seen = _lineages(rule, params)
     vis = _vis(rule.sql("u", "vis"))[0]
