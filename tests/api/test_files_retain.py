@@ -175,3 +175,39 @@ def test_hindsight_client_retain_files(http_url, tmp_path, client, services, wor
     units = _units(services, "files-hindsight")
     faq = next(u for u in units if u["metadata"]["file"]["name"] == "faq.html")
     assert faq["metadata"]["lang"] == "en"
+
+
+def test_file_bombs_fail_fast_with_the_bound_and_do_not_hold_up_other_banks(client, services,
+                                                                             worker):
+    """Fault 9: a page-tree PDF bomb, a DOCX of a million empty paragraphs and a ZIP of
+    20,000 entries each end ``failed`` naming the bound and its setting, on the real worker;
+    a small Markdown file of another bank sent after them still finishes promptly."""
+    import time
+
+    bank = "files-bombs"
+    started = time.monotonic()
+    resp = _post(client, bank, [("tree.pdf", docs.pdf_fanout(4)),
+                                ("paragraphs.docx", docs.docx_paragraph_bomb()),
+                                ("entries.epub", docs.zip_many_entries(20_000,
+                                                                       b"application/epub+zip"))])
+    assert resp.status_code == 200, resp.get_json()
+    later = _post(client, "files-after-bombs", [("note.md", b"# Bell\nThe bell rings at noon.")])
+    assert later.status_code == 200, later.get_json()
+    note = wait_job(client, "files-after-bombs", later.get_json()["operation_ids"][0],
+                    timeout_s=60)
+    assert note["state"] == "succeeded", note
+    assert time.monotonic() - started < 60
+    ops = [wait_job(client, bank, op, timeout_s=30) for op in resp.get_json()["operation_ids"]]
+    assert [o["state"] for o in ops] == ["failed"] * 3, ops
+    assert ops[0]["error"] == ("tree.pdf: cannot convert: the PDF has 10000 pages, more than "
+                               "5000 (RCLL_FILE_MAX_PAGES=5000)")
+    assert ops[1]["error"].startswith("paragraphs.docx: cannot convert: ZIP entry "
+                                      "'word/document.xml' is compressed ")
+    assert ops[1]["error"].endswith("more than 100:1 (RCLL_FILE_MAX_ZIP_RATIO=100)")
+    assert ops[2]["error"] == ("entries.epub: cannot convert: the ZIP container has 20001 "
+                               "entries, more than 10000 (RCLL_FILE_MAX_ZIP_ENTRIES=10000)")
+    assert all(o["counts"]["files_failed"] == 1 and o["counts"]["convert_ms"] < 10_000
+               for o in ops)
+    assert db_counts(services, bank)["units"] == 0
+    assert [u["text"] for u in _units(services, "files-after-bombs")] == [
+        "# Bell\nThe bell rings at noon."]
