@@ -8,13 +8,11 @@ expects) ``{"operation_ids": [...], "operations": [...]}``.
 
 from __future__ import annotations
 
-import json
-
 from flask import Blueprint, current_app, jsonify, request
 
 from api import contracts as C
 from api.auth import principal, requires
-from api.deps import retain_service, services
+from api.deps import parse_json_text, retain_service, services
 from api.errors import APIError
 from api.openapi import doc
 from api.schemas import check_bank_id
@@ -49,10 +47,7 @@ def retain_files(bank_id: str):
         raise APIError(415, "unsupported_media_type",
                        "send multipart/form-data: 'files' parts and a 'request' JSON part")
     raw = request.form.get("request")
-    try:
-        body = json.loads(raw) if raw not in (None, "") else {}
-    except json.JSONDecodeError as exc:
-        raise APIError(400, "malformed_json", f"the 'request' part is not JSON: {exc}")
+    body = parse_json_text(raw, "the 'request' part") if raw not in (None, "") else {}
     if not isinstance(body, dict):
         raise APIError(400, "invalid_request", "the 'request' part must be a JSON object")
     req = FileRetainRequest.model_validate(body)  # ValidationError: 400 invalid_request

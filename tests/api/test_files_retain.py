@@ -211,3 +211,36 @@ def test_file_bombs_fail_fast_with_the_bound_and_do_not_hold_up_other_banks(clie
     assert db_counts(services, bank)["units"] == 0
     assert [u["text"] for u in _units(services, "files-after-bombs")] == [
         "# Bell\nThe bell rings at noon."]
+
+
+def test_a_deep_request_part_or_a_nul_in_any_stored_text_is_a_400_and_stores_nothing(
+        app, services):
+    """Fault 10: a ``request`` part nested 50,000 deep and a file named ``notes\\x00.md`` were
+    500s (RecursionError; UntranslatableCharacter on the job insert)."""
+    c = create_app(services=services, enqueue=lambda *_: None).test_client()
+    bank = "files-bad-text"
+    deep = "[" * 50_000 + "]" * 50_000
+    resp = _post(c, bank, [("a.md", b"# A\ntext")], '{"files_metadata": %s}' % deep)
+    assert (resp.status_code, resp.get_json()["error"]["code"]) == (400, "malformed_json")
+    assert "nested deeper than 64 levels" in resp.get_json()["error"]["message"]
+    resp = _post(c, bank, [("a.md", b"# A\ntext")], "{" * 50_000)
+    assert (resp.status_code, resp.get_json()["error"]["code"]) == (400, "malformed_json")
+
+    resp = _post(c, bank, [("ok.md", b"# A\ntext"), ("notes\x00.md", b"# B\ntext")])
+    err = resp.get_json()["error"]
+    assert (resp.status_code, err["code"]) == (400, "invalid_request"), err
+    assert err["message"] == "files.1.filename: must not contain NUL (\\u0000) characters"
+    assert err["details"]["errors"][0]["loc"] == ["files", 1, "filename"]
+
+    for meta in ({"document_id": "d\x00"}, {"context": "c\x00"}, {"tags": ["t\x00"]},
+                 {"metadata": {"k\x00": 1}}, {"metadata": {"k": "v\x00"}},
+                 {"metadata": {"k": ["\ud83d"]}}):
+        resp = _post(c, bank, [("a.md", b"# A\ntext")],
+                     __import__("json").dumps({"files_metadata": [meta]}))
+        assert (resp.status_code, resp.get_json()["error"]["code"]) == (400, "invalid_request"), \
+            (meta, resp.get_json())
+    # the JSON body of every other route goes through the same parser
+    resp = c.post(f"/v1/default/banks/{bank}/memories", data='{"items":' + deep + "}",
+                  content_type="application/json")
+    assert (resp.status_code, resp.get_json()["error"]["code"]) == (400, "malformed_json")
+    assert db_counts(services, bank)["jobs"] == 0
