@@ -35,7 +35,8 @@ def file_service() -> FileRetainService:
 @bp.post("/v1/default/banks/<bank_id>/files/retain")
 @requires("write")
 @doc({200: T.FilesAnswer}, body=C.FilesRetainForm, body_content_type="multipart/form-data",
-     errors={400: ["no_files", "files_metadata_mismatch", "empty_file"],
+     errors={400: ["no_files", "files_metadata_mismatch", "empty_file", "invalid_request",
+                  "malformed_json"],
              413: ["too_many_files", "file_too_large"],
              415: ["unsupported_media_type", "unsupported_file_type"],
              503: ["queue_unavailable"]})

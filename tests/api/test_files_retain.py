@@ -220,7 +220,7 @@ def test_a_deep_request_part_or_a_nul_in_any_stored_text_is_a_400_and_stores_not
     c = create_app(services=services, enqueue=lambda *_: None).test_client()
     bank = "files-bad-text"
     deep = "[" * 50_000 + "]" * 50_000
-    resp = _post(c, bank, [("a.md", b"# A\ntext")], '{"files_metadata": %s}' % deep)
+    resp = _post(c, bank, [("a.md", b"# A\ntext")], f'{{"files_metadata": {deep}}}')
     assert (resp.status_code, resp.get_json()["error"]["code"]) == (400, "malformed_json")
     assert "nested deeper than 64 levels" in resp.get_json()["error"]["message"]
     resp = _post(c, bank, [("a.md", b"# A\ntext")], "{" * 50_000)
