@@ -7,7 +7,7 @@ from flask import current_app, request
 from api.errors import APIError
 from rcll.bootstrap import Services
 from rcll.retain.service import RetainService
-from rcll.validation import check_strings
+from rcll.validation import MalformedJSON, check_strings, parse_json
 
 
 def services() -> Services:
@@ -25,17 +25,21 @@ def retain_service() -> RetainService:
 
 def json_body(check_text_fields: bool = True) -> dict:
     """The request's JSON object. 400 ``malformed_json`` / ``invalid_request`` otherwise."""
-    try:
-        data = request.get_json(silent=True, force=True)
-    except RecursionError:
-        raise APIError(400, "malformed_json", "request body is nested too deeply")
-    if data is None:
-        raise APIError(400, "malformed_json", "request body must be valid JSON")
+    data = parse_json_text(request.get_data(cache=True), "request body")
     if not isinstance(data, dict):
         raise APIError(400, "invalid_request", "request body must be a JSON object")
     if check_text_fields:
         check_text(data, "body")
     return data
+
+
+def parse_json_text(raw: str | bytes, where: str):
+    """``raw`` parsed by :func:`rcll.validation.parse_json` (the one JSON parser: depth and
+    recursion bounded); 400 ``malformed_json`` naming ``where`` otherwise."""
+    try:
+        return parse_json(raw)
+    except MalformedJSON as exc:
+        raise APIError(400, "malformed_json", f"{where} must be valid JSON: {exc}")
 
 
 def check_text(value, where: str) -> None:

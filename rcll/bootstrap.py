@@ -15,6 +15,7 @@ from psycopg_pool import ConnectionPool
 
 from rcll.config import Settings, get_settings
 from rcll.db import make_pool
+from rcll.files.convert import ConvertLimits
 from rcll.hierarchy.classifier import default_classifier
 from rcll.models.embedder import EmbedderHandle
 from rcll.models.reranker import RerankerHandle
@@ -155,7 +156,8 @@ class Services:
                              semantic_link_min_cosine=self.settings.semantic_link_min_cosine,
                              llm=self.llm,
                              extract_recent_facts=self.settings.extract_recent_facts,
-                             hot=self.hot_tier)
+                             hot=self.hot_tier,
+                             convert_limits=ConvertLimits.from_settings(s))
 
     def retain_service(self, enqueue: Callable[[str, str], None]) -> RetainService:
         """The retain service over this process's pool, sending stages with ``enqueue``."""

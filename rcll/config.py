@@ -143,6 +143,31 @@ class Settings(BaseSettings):
                                 "file (files/retain, rcll ingest; 413 file_too_large).")
     max_files_per_request: int = Field(32, description="Files per files/retain request (413 "
                                        "too_many_files).")
+    # file conversion bounds (rcll.files.convert.ConvertLimits; README "Files")
+    file_max_zip_entries: int = Field(
+        10_000, ge=1, description="RCLL_FILE_MAX_ZIP_ENTRIES: most entries in the ZIP "
+        "container of a DOCX, PPTX, XLSX or EPUB, read from its central directory before "
+        "conversion (the job fails with the bound).")
+    file_max_unzipped_bytes: int = Field(
+        100 * 1024 * 1024, ge=1, description="RCLL_FILE_MAX_UNZIPPED_BYTES: most bytes a ZIP "
+        "container (DOCX, PPTX, XLSX, EPUB) declares uncompressed, all entries together.")
+    file_max_zip_ratio: float = Field(
+        100.0, gt=1, description="RCLL_FILE_MAX_ZIP_RATIO: most times an entry over 1 MiB of "
+        "a ZIP container may be compressed (uncompressed / compressed; Apache POI's zip-bomb "
+        "rule and default).")
+    file_max_pages: int = Field(
+        5_000, ge=1, description="RCLL_FILE_MAX_PAGES: most pages of an uploaded PDF, checked "
+        "before any page is read.")
+    file_max_chars: int = Field(
+        10_000_000, ge=1, description="RCLL_FILE_MAX_CHARS: most characters of text one file "
+        "converts to; a PDF stops at the page that passes it.")
+    file_convert_timeout_s: float = Field(
+        120, gt=0, description="RCLL_FILE_CONVERT_TIMEOUT_S: most wall-clock seconds of one "
+        "file's conversion (a child process, killed at the bound); keep it well under "
+        "broker_visibility_timeout_s.")
+    file_convert_max_memory_mb: int = Field(
+        2048, ge=256, description="RCLL_FILE_CONVERT_MAX_MEMORY_MB: address space of the "
+        "child process converting one file (RLIMIT_AS), MiB.")
     semantic_link_top_k: int = Field(
         5, ge=0, description="Semantic links per new unit: its k most similar live units of the bank.")
     semantic_link_min_cosine: float = Field(

@@ -23,6 +23,39 @@ MAX_METADATA_DEPTH = 16
 _BAD_TEXT = re.compile("[\x00\ud800-\udfff]")
 
 
+MAX_JSON_DEPTH = 64  # levels of arrays/objects in any JSON RCLL parses (metadata: 16)
+
+
+class MalformedJSON(ValueError):
+    """Input that is not JSON RCLL takes: not JSON, not UTF-8, or nested deeper than
+    :data:`MAX_JSON_DEPTH` (the API's 400 ``malformed_json``); ``str(exc)`` says which."""
+
+
+def parse_json(text: str | bytes, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """The one parser of JSON that RCLL reads from outside: HTTP bodies, the files route's
+    ``request`` part, the CLI's JSONL lines. Returns the value. Raises
+    :class:`MalformedJSON` for text that is not JSON (or not UTF-8/16/32 bytes) and for
+    arrays/objects nested more than ``max_depth`` levels — including nesting deep enough to
+    exhaust the parser's recursion (``RecursionError`` never escapes), so every later
+    recursive walk of the value (text checks, pydantic) stays within the interpreter's stack."""
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise MalformedJSON(f"nested deeper than {max_depth} levels") from None
+    except json.JSONDecodeError as exc:
+        raise MalformedJSON(f"not valid JSON: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise MalformedJSON(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    stack = [(value, 1)]
+    while stack:
+        v, depth = stack.pop()
+        if isinstance(v, dict | list):
+            if depth > max_depth:
+                raise MalformedJSON(f"nested deeper than {max_depth} levels")
+            stack.extend((item, depth + 1) for item in (v.values() if isinstance(v, dict) else v))
+    return value
+
+
 def clean_text(value: str) -> str:
     """Return ``value`` if it is storable text; raise ``ValueError`` if it holds a NUL or a
     lone surrogate (U+D800–U+DFFF: a valid pair arrives from JSON as one code point, so any

@@ -8,13 +8,11 @@ expects) ``{"operation_ids": [...], "operations": [...]}``.
 
 from __future__ import annotations
 
-import json
-
 from flask import Blueprint, current_app, jsonify, request
 
 from api import contracts as C
 from api.auth import principal, requires
-from api.deps import retain_service, services
+from api.deps import parse_json_text, retain_service, services
 from api.errors import APIError
 from api.openapi import doc
 from api.schemas import check_bank_id
@@ -37,7 +35,8 @@ def file_service() -> FileRetainService:
 @bp.post("/v1/default/banks/<bank_id>/files/retain")
 @requires("write")
 @doc({200: T.FilesAnswer}, body=C.FilesRetainForm, body_content_type="multipart/form-data",
-     errors={400: ["no_files", "files_metadata_mismatch", "empty_file"],
+     errors={400: ["no_files", "files_metadata_mismatch", "empty_file", "invalid_request",
+                  "malformed_json"],
              413: ["too_many_files", "file_too_large"],
              415: ["unsupported_media_type", "unsupported_file_type"],
              503: ["queue_unavailable"]})
@@ -49,10 +48,7 @@ def retain_files(bank_id: str):
         raise APIError(415, "unsupported_media_type",
                        "send multipart/form-data: 'files' parts and a 'request' JSON part")
     raw = request.form.get("request")
-    try:
-        body = json.loads(raw) if raw not in (None, "") else {}
-    except json.JSONDecodeError as exc:
-        raise APIError(400, "malformed_json", f"the 'request' part is not JSON: {exc}")
+    body = parse_json_text(raw, "the 'request' part") if raw not in (None, "") else {}
     if not isinstance(body, dict):
         raise APIError(400, "invalid_request", "the 'request' part must be a JSON object")
     req = FileRetainRequest.model_validate(body)  # ValidationError: 400 invalid_request

@@ -14,12 +14,13 @@ operation with the reason.
 
 from __future__ import annotations
 
-import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from rcll.files.convert import TYPES
+from rcll.validation import MalformedJSON, parse_json
 
 TEXT_SUFFIXES = (".txt", ".md", ".markdown")
 DOCUMENT_SUFFIXES = tuple(s for s in TYPES if s not in (*TEXT_SUFFIXES, ".text"))
@@ -57,6 +58,13 @@ def _read_text(f: Path) -> str:
         raise ValueError(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
 
 
+def path_text(p: Path | str) -> str:
+    """``p`` as text the server stores (document ids, ``metadata.path``, upload names): a
+    name that is not UTF-8 on disk (Python spells its bytes as lone surrogates, which
+    PostgreSQL refuses) keeps its other characters, each undecodable byte becoming U+FFFD."""
+    return os.fsencode(p).decode("utf-8", "replace")
+
+
 def read_paths(paths: tuple[str, ...] | list[str]) -> Plan:
     """Items from files and folders: ``.txt``/``.md``/``.markdown`` files (one item each) and
     ``.jsonl`` item files (suffixes in any case); document files (:data:`DOCUMENT_SUFFIXES`)
@@ -92,8 +100,8 @@ def read_paths(paths: tuple[str, ...] | list[str]) -> Plan:
             elif not text.strip():
                 plan.skipped.append(Skipped(str(f), "empty file"))
             else:
-                plan.items.append({"content": text, "document_id": str(f),
-                                   "metadata": {"path": str(f)}})
+                plan.items.append({"content": text, "document_id": path_text(f),
+                                   "metadata": {"path": path_text(f)}})
                 plan.sources.append(str(f))
     return plan
 
@@ -103,8 +111,8 @@ def _read_jsonl(f: Path, text: str, plan: Plan) -> None:
         if not line.strip():
             continue
         try:
-            item = json.loads(line)
-        except json.JSONDecodeError as exc:
+            item = parse_json(line)
+        except MalformedJSON as exc:
             plan.skipped.append(Skipped(f"{f}:{n}", f"invalid JSON: {exc}"))
             continue
         if not isinstance(item, dict):
@@ -174,9 +182,10 @@ def submit_files(client, bank: str, files: list[Path], batch: int = FILE_BATCH,
     skipped: list[Skipped] = []
 
     def send(group: list[tuple[Path, bytes]]) -> None:
-        meta = [{"document_id": str(f), "metadata": {"path": str(f)}} for f, _ in group]
+        meta = [{"document_id": path_text(f), "metadata": {"path": path_text(f)}}
+                for f, _ in group]
         try:
-            ops.extend(client.retain_files(bank, [(f.name, data) for f, data in group],
+            ops.extend(client.retain_files(bank, [(path_text(f.name), data) for f, data in group],
                                            meta)["operation_ids"])
         except RCLLHTTPError as exc:
             if not 400 <= exc.status < 500 or exc.status == 429:

@@ -7,6 +7,13 @@ through markitdown (Microsoft's converter, the one Hindsight uses) and its Markd
 at headings of level 1-2 (an XLSX sheet is a ``##`` heading, a slide a ``<!-- Slide number -->``
 marker). Text and Markdown are decoded as UTF-8 and split the same way.
 
+Every conversion is bounded (:class:`ConvertLimits`): a ZIP container's central directory
+(entries, total uncompressed bytes, compression ratio of each entry) is checked before the
+converter sees the file, a PDF's page count before any page is read, and the characters are
+counted as they come (a PDF stops at the page that passes the bound). A bound that is passed
+raises :class:`LimitExceeded` naming the bound and its setting. Time and memory are bounded by
+:mod:`rcll.files.sandbox`, which runs :func:`convert` in a child process.
+
 Nothing here touches the database; :mod:`rcll.files.stage` stores what this returns.
 """
 
@@ -49,6 +56,58 @@ class ConversionError(Exception):
     """A file that cannot be converted; ``str(exc)`` is the reason shown on its job."""
 
 
+class LimitExceeded(ConversionError):
+    """A file past one of the conversion bounds (:class:`ConvertLimits`); ``str(exc)`` names
+    the bound, what the file has, and the setting (``RCLL_…=value``)."""
+
+
+@dataclass(frozen=True)
+class ConvertLimits:
+    """Bounds of one file's conversion (each from the ``RCLL_FILE_*`` setting named in
+    :meth:`from_settings`):
+
+    - ``max_zip_entries``: entries in a ZIP container (DOCX, PPTX, XLSX, EPUB);
+    - ``max_unzipped_bytes``: their total uncompressed size, bytes;
+    - ``max_zip_ratio``: uncompressed / compressed size of any entry larger than
+      :data:`ZIP_RATIO_GRACE_BYTES` (Apache POI's zip-bomb rule, whose default is 100);
+    - ``max_pages``: pages of a PDF;
+    - ``max_chars``: characters of converted text, all sections together;
+    - ``timeout_s``: wall-clock seconds of the conversion, and ``max_memory_mb``: the address
+      space of the process converting, MiB (both enforced by :mod:`rcll.files.sandbox`).
+    """
+
+    max_zip_entries: int = 10_000
+    max_unzipped_bytes: int = 100 * 1024 * 1024
+    max_zip_ratio: float = 100.0
+    max_pages: int = 5_000
+    max_chars: int = 10_000_000
+    timeout_s: float = 120.0
+    max_memory_mb: int = 2048
+
+    @classmethod
+    def from_settings(cls, s) -> ConvertLimits:
+        """From :class:`rcll.config.Settings`: ``RCLL_FILE_MAX_ZIP_ENTRIES``,
+        ``RCLL_FILE_MAX_UNZIPPED_BYTES``, ``RCLL_FILE_MAX_ZIP_RATIO``, ``RCLL_FILE_MAX_PAGES``,
+        ``RCLL_FILE_MAX_CHARS``, ``RCLL_FILE_CONVERT_TIMEOUT_S``,
+        ``RCLL_FILE_CONVERT_MAX_MEMORY_MB``."""
+        return cls(max_zip_entries=s.file_max_zip_entries,
+                   max_unzipped_bytes=s.file_max_unzipped_bytes,
+                   max_zip_ratio=s.file_max_zip_ratio, max_pages=s.file_max_pages,
+                   max_chars=s.file_max_chars, timeout_s=s.file_convert_timeout_s,
+                   max_memory_mb=s.file_convert_max_memory_mb)
+
+    def setting(self, field: str) -> str:
+        """``RCLL_FILE_<FIELD>=<value>`` for a field of this class (for reasons)."""
+        env = {"timeout_s": "CONVERT_TIMEOUT_S", "max_memory_mb": "CONVERT_MAX_MEMORY_MB"}
+        value = getattr(self, field)
+        return f"RCLL_FILE_{env.get(field, field.upper())}=" + \
+            (f"{value:g}" if isinstance(value, float) else str(value))
+
+
+ZIP_RATIO_GRACE_BYTES = 1024 * 1024  # entries up to this size may compress any amount
+DEFAULT_LIMITS = ConvertLimits()
+
+
 @dataclass(frozen=True)
 class Section:
     """One piece of a converted file: its ``text``, and ``page`` (1-based, PDFs) or
@@ -87,17 +146,20 @@ def clean(text: str) -> str:
     return text.encode("utf-8", "replace").decode("utf-8")
 
 
-def convert(data: bytes, name: str, content_type: str | None = None) -> list[Section]:
+def convert(data: bytes, name: str, content_type: str | None = None,
+            limits: ConvertLimits = DEFAULT_LIMITS) -> list[Section]:
     """The text of file ``name`` (``data`` its bytes) as sections with text in them, in
-    document order. Raises :class:`ConversionError` for an unsupported type, a file the
-    converter cannot read (corrupt, encrypted, not what its name says) and a file with no
-    text at all (e.g. a scanned PDF: RCLL does no OCR)."""
+    document order, in this process (bounded in time and memory only when called by
+    :func:`rcll.files.sandbox.convert_bounded`). Raises :class:`ConversionError` for an
+    unsupported type, a file the converter cannot read (corrupt, encrypted, not what its name
+    says) and a file with no text at all (e.g. a scanned PDF: RCLL does no OCR), and
+    :class:`LimitExceeded` for a file past a bound of ``limits`` other than time and memory."""
     kind = file_type(name, content_type)
     if kind is None:
         raise ConversionError(f"unsupported file type; supported: {', '.join(supported())}")
     suffix, _ = kind
     if suffix == ".pdf":
-        sections = _pdf_pages(data)
+        sections = _pdf_pages(data, limits)
         if not sections:
             raise ConversionError("no text in the PDF (a scanned PDF needs OCR, which RCLL "
                                   "does not do)")
@@ -108,17 +170,54 @@ def convert(data: bytes, name: str, content_type: str | None = None) -> list[Sec
         except UnicodeDecodeError as exc:
             raise ConversionError(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     else:
-        if suffix in ZIP_SUFFIXES and not zipfile.is_zipfile(io.BytesIO(data)):
-            # markitdown would fall back to reading the bytes as plain text: refuse instead
-            raise ConversionError(f"not a {suffix[1:].upper()} file (not a ZIP container)")
+        if suffix in ZIP_SUFFIXES:
+            if not zipfile.is_zipfile(io.BytesIO(data)):
+                # markitdown would fall back to reading the bytes as plain text: refuse instead
+                raise ConversionError(f"not a {suffix[1:].upper()} file (not a ZIP container)")
+            check_zip(data, limits)
         markdown = _markitdown(data, name, suffix)
+    if len(markdown) > limits.max_chars:
+        raise LimitExceeded(f"more than {limits.max_chars} characters of text "
+                            f"({limits.setting('max_chars')})")
     sections = split_markdown(clean(markdown), slides=suffix == ".pptx")
     if not sections:
         raise ConversionError("the converter found no text in the file")
     return sections
 
 
-def _pdf_pages(data: bytes) -> list[Section]:
+def check_zip(data: bytes, limits: ConvertLimits = DEFAULT_LIMITS) -> None:
+    """Check a ZIP container from its central directory alone (nothing is decompressed):
+    at most ``limits.max_zip_entries`` entries, ``limits.max_unzipped_bytes`` uncompressed in
+    all, no entry above :data:`ZIP_RATIO_GRACE_BYTES` compressed more than
+    ``limits.max_zip_ratio`` times. Raises :class:`LimitExceeded` (the first bound passed) or
+    :class:`ConversionError` (an unreadable directory). The sizes are the ones the directory
+    declares; an entry that inflates past its declared size fails its CRC check in
+    :mod:`zipfile`, and the sandbox's memory and time bounds hold whatever the directory says."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as zf:
+            entries = zf.infolist()
+    except (zipfile.BadZipFile, ValueError, OSError) as exc:
+        raise ConversionError(f"damaged ZIP container: {exc}") from None
+    if len(entries) > limits.max_zip_entries:
+        raise LimitExceeded(f"the ZIP container has {len(entries)} entries, more than "
+                            f"{limits.max_zip_entries} ({limits.setting('max_zip_entries')})")
+    total = sum(e.file_size for e in entries)
+    if total > limits.max_unzipped_bytes:
+        raise LimitExceeded(f"the ZIP container unpacks to {total} bytes, more than "
+                            f"{limits.max_unzipped_bytes} "
+                            f"({limits.setting('max_unzipped_bytes')})")
+    for e in entries:
+        if e.file_size > ZIP_RATIO_GRACE_BYTES and \
+                e.file_size > limits.max_zip_ratio * max(e.compress_size, 1):
+            ratio = e.file_size / max(e.compress_size, 1)
+            raise LimitExceeded(f"ZIP entry {e.filename[:200]!r} is compressed {ratio:.0f}:1 "
+                                f"({e.file_size} bytes from {e.compress_size}), more than "
+                                f"{limits.max_zip_ratio:g}:1 ({limits.setting('max_zip_ratio')})")
+
+
+def _pdf_pages(data: bytes, limits: ConvertLimits = DEFAULT_LIMITS) -> list[Section]:
+    """One section per PDF page with text; the page count is checked before any page is
+    read and the characters after each page (:class:`LimitExceeded`)."""
     import pypdfium2 as pdfium
 
     try:
@@ -126,8 +225,13 @@ def _pdf_pages(data: bytes) -> list[Section]:
     except Exception as exc:  # PdfiumError: not a PDF, damaged, or needs a password
         raise ConversionError(f"cannot read the PDF: {exc}") from None
     try:
+        pages = len(doc)
+        if pages > limits.max_pages:
+            raise LimitExceeded(f"the PDF has {pages} pages, more than {limits.max_pages} "
+                                f"({limits.setting('max_pages')})")
         out = []
-        for i in range(len(doc)):
+        chars = 0
+        for i in range(pages):
             page = doc[i]
             try:
                 textpage = page.get_textpage()
@@ -135,8 +239,12 @@ def _pdf_pages(data: bytes) -> list[Section]:
                 textpage.close()
             finally:
                 page.close()
+            chars += len(text)
+            if chars > limits.max_chars:
+                raise LimitExceeded(f"more than {limits.max_chars} characters of text by page "
+                                    f"{i + 1} of {pages} ({limits.setting('max_chars')})")
             if text:
-                out.append(Section(text=text, page=i + 1, pages=len(doc)))
+                out.append(Section(text=text, page=i + 1, pages=pages))
         return out
     finally:
         doc.close()
@@ -161,6 +269,8 @@ def _markitdown(data: bytes, name: str, suffix: str) -> str:
     try:
         result = _converter.convert_stream(io.BytesIO(data), stream_info=info)
     except Exception as exc:  # FileConversionException, UnsupportedFormatException, zip errors
+        if "MemoryError" in f"{exc!r} {exc}":  # markitdown wraps each converter's exception
+            raise MemoryError(str(exc)[:200]) from None
         reason = str(exc).strip().splitlines()
         detail = next((line for line in reversed(reason) if line.strip()), type(exc).__name__)
         raise ConversionError(f"markitdown could not convert it: {detail.strip(' -')[:500]}") from None

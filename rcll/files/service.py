@@ -25,7 +25,7 @@ from rcll.files.stage import STAGE, TASK
 from rcll.retain.models import RetainItem
 from rcll.retain.service import RetainService
 from rcll.store import audit, banks, jobs
-from rcll.validation import TextModel
+from rcll.validation import TextModel, clean_text
 
 log = logging.getLogger(__name__)
 PARSERS = ("markitdown",)  # Hindsight's parser names RCLL accepts (it has one converter)
@@ -102,12 +102,21 @@ class FileLimits:
 
 
 def check_uploads(uploads: list[Upload], request: FileRetainRequest, limits: FileLimits) -> None:
-    """Refuse a request before anything is stored: 400 ``no_files``, 413 ``too_many_files``,
+    """Refuse a request before anything is stored: 400 ``no_files``, 400 ``invalid_request``
+    (a file name holding NUL or a lone surrogate, :func:`rcll.validation.clean_text`: the
+    same rule as every text of the ``request`` part), 413 ``too_many_files``,
     400 ``files_metadata_mismatch`` (a list whose length is not the number of files),
     400 ``empty_file``, 413 ``file_too_large``, 415 ``unsupported_file_type`` (every
     offending file named in ``details``)."""
     if not uploads:
         raise Rejected(400, "no_files", "send one or more files in the multipart field 'files'")
+    for i, u in enumerate(uploads):  # a file name is stored (jobs, metadata.file.name)
+        try:
+            clean_text(u.name)
+        except ValueError as exc:
+            raise Rejected(400, "invalid_request", f"files.{i}.filename: {exc}",
+                           {"errors": [{"loc": ["files", i, "filename"], "msg": str(exc),
+                                        "type": "value_error"}]}) from None
     if len(uploads) > limits.max_files:
         raise Rejected(413, "too_many_files", f"at most {limits.max_files} files per request",
                        {"files": len(uploads), "max": limits.max_files})

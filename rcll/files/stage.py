@@ -10,7 +10,10 @@ provenance each unit keeps: ``name``, ``type`` (MIME), ``size`` (bytes), ``sha25
 ``<document_id>#s<index>`` (a document's latest version is its only live one, so pages of one
 file cannot share an id); a file of one section keeps ``document_id``.
 
-A file that cannot be converted ends its job ``failed`` with ``<name>: cannot convert: <reason>``.
+Conversion runs in a child process bounded in time and memory, after cheap checks of the
+file's structure (:mod:`rcll.files.sandbox`, :class:`rcll.files.convert.ConvertLimits` from
+``ctx.convert_limits``). A file that cannot be converted, or passes a bound, ends its job
+``failed`` with ``<name>: cannot convert: <reason>`` (a bound names its ``RCLL_FILE_*`` setting).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from __future__ import annotations
 import base64
 import logging
 
-from rcll.files import convert
+from rcll.files import convert, sandbox
 from rcll.retain.models import RetainItem
 from rcll.retain.pipeline import RetainContext
 from rcll.store import jobs
@@ -74,14 +77,20 @@ def run_convert(ctx: RetainContext, job_id: str) -> dict | None:
     f = entry["file"]
     started = time.perf_counter()
     try:
-        sections = convert.convert(base64.b64decode(f["data"]), f["name"], f["type"])
+        limits = ctx.convert_limits or convert.DEFAULT_LIMITS
+        sections = sandbox.convert_bounded(base64.b64decode(f["data"]), f["name"], f["type"],
+                                           limits)
         items = items_for(entry, sections)
     except convert.ConversionError as exc:
         reason = f"{f['name']}: cannot convert: {exc}"
         with ctx.pool.connection() as conn:
-            jobs.finish(conn, job_id, "failed", {"files": 1, "files_failed": 1}, reason)
+            jobs.finish(conn, job_id, "failed",
+                    {"files": 1, "files_failed": 1,
+                     "convert_ms": round((time.perf_counter() - started) * 1000)}, reason)
         log.info("file job %s failed: %s", job_id, reason)
         return None
+    log.info("file job %s: %s converted to %d sections in %.1f s", job_id, f["name"],
+             len(items), time.perf_counter() - started)
     counts = {"files": 1, "items": len(items), "sections": len(items),
               "convert_ms": round((time.perf_counter() - started) * 1000)}
     if sections[0].pages is not None:

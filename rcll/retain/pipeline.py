@@ -51,6 +51,7 @@ class RetainContext:
     llm: object | None = None  # rcll.llm.client.LLMClient; None in chunk mode
     extract_recent_facts: int = 20
     hot: object | None = None  # rcll.cascade.hot.HotTier: invalidated after commits; or None
+    convert_limits: object | None = None  # rcll.files.convert.ConvertLimits; None: defaults
 
 
 def drafts_for(item: RetainItem, ctx: RetainContext) -> list[UnitDraft]:

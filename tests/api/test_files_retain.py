@@ -175,3 +175,72 @@ def test_hindsight_client_retain_files(http_url, tmp_path, client, services, wor
     units = _units(services, "files-hindsight")
     faq = next(u for u in units if u["metadata"]["file"]["name"] == "faq.html")
     assert faq["metadata"]["lang"] == "en"
+
+
+def test_file_bombs_fail_fast_with_the_bound_and_do_not_hold_up_other_banks(client, services,
+                                                                             worker):
+    """Fault 9: a page-tree PDF bomb, a DOCX of a million empty paragraphs and a ZIP of
+    20,000 entries each end ``failed`` naming the bound and its setting, on the real worker;
+    a small Markdown file of another bank sent after them still finishes promptly."""
+    import time
+
+    bank = "files-bombs"
+    started = time.monotonic()
+    resp = _post(client, bank, [("tree.pdf", docs.pdf_fanout(4)),
+                                ("paragraphs.docx", docs.docx_paragraph_bomb()),
+                                ("entries.epub", docs.zip_many_entries(20_000,
+                                                                       b"application/epub+zip"))])
+    assert resp.status_code == 200, resp.get_json()
+    later = _post(client, "files-after-bombs", [("note.md", b"# Bell\nThe bell rings at noon.")])
+    assert later.status_code == 200, later.get_json()
+    note = wait_job(client, "files-after-bombs", later.get_json()["operation_ids"][0],
+                    timeout_s=60)
+    assert note["state"] == "succeeded", note
+    assert time.monotonic() - started < 60
+    ops = [wait_job(client, bank, op, timeout_s=30) for op in resp.get_json()["operation_ids"]]
+    assert [o["state"] for o in ops] == ["failed"] * 3, ops
+    assert ops[0]["error"] == ("tree.pdf: cannot convert: the PDF has 10000 pages, more than "
+                               "5000 (RCLL_FILE_MAX_PAGES=5000)")
+    assert ops[1]["error"].startswith("paragraphs.docx: cannot convert: ZIP entry "
+                                      "'word/document.xml' is compressed ")
+    assert ops[1]["error"].endswith("more than 100:1 (RCLL_FILE_MAX_ZIP_RATIO=100)")
+    assert ops[2]["error"] == ("entries.epub: cannot convert: the ZIP container has 20001 "
+                               "entries, more than 10000 (RCLL_FILE_MAX_ZIP_ENTRIES=10000)")
+    assert all(o["counts"]["files_failed"] == 1 and o["counts"]["convert_ms"] < 10_000
+               for o in ops)
+    assert db_counts(services, bank)["units"] == 0
+    assert [u["text"] for u in _units(services, "files-after-bombs")] == [
+        "# Bell\nThe bell rings at noon."]
+
+
+def test_a_deep_request_part_or_a_nul_in_any_stored_text_is_a_400_and_stores_nothing(
+        app, services):
+    """Fault 10: a ``request`` part nested 50,000 deep and a file named ``notes\\x00.md`` were
+    500s (RecursionError; UntranslatableCharacter on the job insert)."""
+    c = create_app(services=services, enqueue=lambda *_: None).test_client()
+    bank = "files-bad-text"
+    deep = "[" * 50_000 + "]" * 50_000
+    resp = _post(c, bank, [("a.md", b"# A\ntext")], f'{{"files_metadata": {deep}}}')
+    assert (resp.status_code, resp.get_json()["error"]["code"]) == (400, "malformed_json")
+    assert "nested deeper than 64 levels" in resp.get_json()["error"]["message"]
+    resp = _post(c, bank, [("a.md", b"# A\ntext")], "{" * 50_000)
+    assert (resp.status_code, resp.get_json()["error"]["code"]) == (400, "malformed_json")
+
+    resp = _post(c, bank, [("ok.md", b"# A\ntext"), ("notes\x00.md", b"# B\ntext")])
+    err = resp.get_json()["error"]
+    assert (resp.status_code, err["code"]) == (400, "invalid_request"), err
+    assert err["message"] == "files.1.filename: must not contain NUL (\\u0000) characters"
+    assert err["details"]["errors"][0]["loc"] == ["files", 1, "filename"]
+
+    for meta in ({"document_id": "d\x00"}, {"context": "c\x00"}, {"tags": ["t\x00"]},
+                 {"metadata": {"k\x00": 1}}, {"metadata": {"k": "v\x00"}},
+                 {"metadata": {"k": ["\ud83d"]}}):
+        resp = _post(c, bank, [("a.md", b"# A\ntext")],
+                     __import__("json").dumps({"files_metadata": [meta]}))
+        assert (resp.status_code, resp.get_json()["error"]["code"]) == (400, "invalid_request"), \
+            (meta, resp.get_json())
+    # the JSON body of every other route goes through the same parser
+    resp = c.post(f"/v1/default/banks/{bank}/memories", data='{"items":' + deep + "}",
+                  content_type="application/json")
+    assert (resp.status_code, resp.get_json()["error"]["code"]) == (400, "malformed_json")
+    assert db_counts(services, bank)["jobs"] == 0

@@ -115,3 +115,36 @@ def test_every_file_that_cannot_be_taken_is_listed_never_dropped_or_fatal(tmp_pa
     assert reasons[str(named)].startswith("unsupported file type")
     assert reasons[f"{d / 'items.jsonl'}:2"].startswith("invalid JSON")
     assert reasons[f"{d / 'items.jsonl'}:3"] == "not a JSON object (an item)"
+
+
+def test_a_jsonl_line_nested_too_deeply_is_skipped_and_the_rest_read(tmp_path):
+    """Fault 10: a JSONL line nested 50,000 deep raised RecursionError out of read_paths
+    (the whole ingest stopped); it is skipped with the reason like any other bad line."""
+    from rcll.cli.ingest import read_paths
+
+    f = tmp_path / "items.jsonl"
+    f.write_text('{"content": "kept"}\n' + "[" * 50_000 + "]" * 50_000 + "\n"
+                 '{"content": "also kept", "metadata": {"a": ' + "[" * 70 + "]" * 70 + "}}\n")
+    plan = read_paths([str(f)])
+    assert [i["content"] for i in plan.items] == ["kept"]
+    assert [(s.source, s.reason) for s in plan.skipped] == [
+        (f"{f}:2", "invalid JSON: nested deeper than 64 levels"),
+        (f"{f}:3", "invalid JSON: nested deeper than 64 levels")]
+
+
+def test_a_file_whose_name_is_not_utf8_gets_a_document_id_the_server_stores(tmp_path):
+    """A file named in Latin-1 on disk: its path held a lone surrogate (Python's spelling of
+    the byte), which every retain refuses; its id now keeps the name with U+FFFD."""
+    import os
+
+    from rcll.cli.ingest import read_paths
+    from rcll.retain.models import RetainItem
+
+    raw = os.fsencode(tmp_path) + b"/caf\xe9 notes.md"
+    with open(raw, "wb") as fh:
+        fh.write(b"# Menu\nCoffee is served until eleven.\n")
+    plan = read_paths([str(tmp_path)])
+    [item] = plan.items
+    assert item["document_id"] == f"{tmp_path}/caf\ufffd notes.md"
+    assert item["metadata"] == {"path": item["document_id"]}
+    RetainItem.model_validate(item)  # no lone surrogate left: storable

@@ -105,3 +105,78 @@ def epub(chapters: dict[str, str], title: str = "A test book") -> bytes:
         path = Path(tmp) / "book.epub"
         eb.write_epub(str(path), book)
         return path.read_bytes()
+
+
+# --- file bombs: a few KB that expand to a huge conversion (README "Files", bounds) -------
+
+def pdf_fanout(levels: int, fanout: int = 10, text: str = "One page, named many times.",
+               ) -> bytes:
+    """A valid PDF of ``fanout ** levels`` pages in about a kilobyte: each node of the page
+    tree names the node below it ``fanout`` times in its ``/Kids``, down to one page object
+    (a legal tree by count, not by the spec's no-repeat rule, which readers do not enforce)."""
+    esc = text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
+    stream = f"BT /F1 12 Tf 72 720 Td ({esc}) Tj ET".encode()
+    # objects: 1 catalog, 2..levels+1 page-tree nodes (2 is the root), then page, content, font
+    page_id, content_id, font_id = levels + 2, levels + 3, levels + 4
+    objs: list[bytes] = [b"<< /Type /Catalog /Pages 2 0 R >>"]
+    for depth in range(levels):
+        node = 2 + depth
+        child = node + 1 if depth < levels - 1 else page_id
+        parent = f"/Parent {node - 1} 0 R " if depth else ""
+        kids = " ".join([f"{child} 0 R"] * fanout)
+        objs.append(f"<< /Type /Pages {parent}/Kids [{kids}] /Count {fanout ** (levels - depth)} >>"
+                    .encode())
+    objs.append(f"<< /Type /Page /Parent {levels + 1} 0 R /MediaBox [0 0 612 792] "
+                f"/Resources << /Font << /F1 {font_id} 0 R >> >> /Contents {content_id} 0 R >>"
+                .encode())
+    objs.append(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream")
+    objs.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
+    return _pdf_file(objs)
+
+
+def _pdf_file(objs: list[bytes]) -> bytes:
+    """Objects 1..n as a PDF with a correct xref table (object 1 is the catalog)."""
+    out = io.BytesIO()
+    out.write(b"%PDF-1.4\n")
+    offsets = []
+    for i, body in enumerate(objs, 1):
+        offsets.append(out.tell())
+        out.write(f"{i} 0 obj\n".encode() + body + b"\nendobj\n")
+    xref = out.tell()
+    out.write(f"xref\n0 {len(objs) + 1}\n0000000000 65535 f \n".encode())
+    for off in offsets:
+        out.write(f"{off:010d} 00000 n \n".encode())
+    out.write(f"trailer\n<< /Size {len(objs) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n"
+              .encode())
+    return out.getvalue()
+
+
+def docx_paragraph_bomb(paragraphs: int = 1_000_000) -> bytes:
+    """A real DOCX (python-docx's parts) whose ``word/document.xml`` holds ``paragraphs``
+    empty ``<w:p/>`` (6 bytes each uncompressed; the file stays a few KB)."""
+    import zipfile
+
+    base = zipfile.ZipFile(io.BytesIO(docx({"Bomb": "x"})))
+    body = (b'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<w:document xmlns:w='
+            b'"http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>'
+            + b"<w:p/>" * paragraphs + b"</w:body></w:document>")
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as out:
+        for info in base.infolist():
+            data = body if info.filename == "word/document.xml" else base.read(info)
+            out.writestr(info.filename, data)
+    return buf.getvalue()
+
+
+def zip_many_entries(entries: int, first: bytes | None = None, name: str = "x") -> bytes:
+    """A ZIP of ``entries`` empty stored entries (``first``, when given, is an EPUB-style
+    ``mimetype`` entry in front)."""
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as out:
+        if first is not None:
+            out.writestr("mimetype", first)
+        for i in range(entries):
+            out.writestr(f"{name}{i:x}", b"")
+    return buf.getvalue()

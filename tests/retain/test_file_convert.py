@@ -1,9 +1,12 @@
 """Document conversion (rcll.files.convert): pages of a PDF, sections of DOCX/PPTX/XLSX/
 EPUB/HTML/Markdown, and the reasons a file cannot be converted. No stack needed."""
 
+import dataclasses
+import time
+
 import pytest
 
-from rcll.files import convert
+from rcll.files import convert, sandbox
 from rcll.files.stage import items_for
 from rcll.retain import stages
 from tests.retain import file_docs as docs
@@ -85,3 +88,78 @@ def test_the_recovery_sweep_knows_the_convert_step():
     step = stages.by_name("convert")
     assert (step.name, step.task_name, step.queue) == ("convert", "retain.convert", "extract")
     assert ROUTES["retain.convert"] == {"queue": "extract"}
+
+
+# --- bounds (fault 9: file bombs) --------------------------------------------------------
+
+def test_a_pdf_page_tree_bomb_fails_on_its_page_count_before_any_page_is_read():
+    bomb = docs.pdf_fanout(4)  # 10 x 10 x 10 x 10 names of one page
+    assert len(bomb) < 1500
+    with pytest.raises(convert.LimitExceeded) as exc:
+        convert.convert(bomb, "bomb.pdf")
+    assert str(exc.value) == ("the PDF has 10000 pages, more than 5000 "
+                              "(RCLL_FILE_MAX_PAGES=5000)")
+
+
+def test_characters_are_capped_as_pages_are_read_not_after():
+    lim = dataclasses.replace(convert.DEFAULT_LIMITS, max_chars=1000)
+    with pytest.raises(convert.LimitExceeded) as exc:
+        convert.convert(docs.pdf_fanout(3), "long.pdf", limits=lim)  # 1000 pages of 27 chars
+    assert str(exc.value) == ("more than 1000 characters of text by page 38 of 1000 "
+                              "(RCLL_FILE_MAX_CHARS=1000)")
+    with pytest.raises(convert.LimitExceeded, match=r"more than 10 characters .*MAX_CHARS=10"):
+        convert.convert(b"# T\n" + b"word " * 10, "n.md",
+                        limits=dataclasses.replace(lim, max_chars=10))
+
+
+@pytest.mark.parametrize("name, data, reason", [
+    ("bomb.docx", docs.docx_paragraph_bomb(), r"ZIP entry 'word/document.xml' is compressed "
+     r"\d+:1 \(6000169 bytes from \d+\), more than 100:1 \(RCLL_FILE_MAX_ZIP_RATIO=100\)"),
+    ("many.epub", docs.zip_many_entries(20_000, b"application/epub+zip"),
+     r"the ZIP container has 20001 entries, more than 10000 \(RCLL_FILE_MAX_ZIP_ENTRIES=10000\)"),
+    ("many.xlsx", docs.zip_many_entries(20_000), r"has 20000 entries"),
+])
+def test_zip_bombs_fail_on_their_central_directory(name, data, reason):
+    assert len(data) < 2_000_000
+    started = time.monotonic()
+    with pytest.raises(convert.LimitExceeded, match=reason):
+        convert.convert(data, name)
+    assert time.monotonic() - started < 2
+
+
+def test_the_uncompressed_total_is_bounded():
+    lim = dataclasses.replace(convert.DEFAULT_LIMITS, max_unzipped_bytes=10_000)
+    data = docs.docx({"A": "y " * 10_000})
+    with pytest.raises(convert.LimitExceeded, match=r"unpacks to \d+ bytes, more than 10000 "
+                       r"\(RCLL_FILE_MAX_UNZIPPED_BYTES=10000\)"):
+        convert.convert(data, "big.docx", limits=lim)
+
+
+def test_the_sandbox_converts_in_a_child_and_keeps_the_bounds():
+    got = sandbox.convert_bounded(docs.pdf(["Alpha one.", "Beta two."]), "m.pdf", None,
+                                  convert.DEFAULT_LIMITS)
+    assert [(s.page, s.pages, s.text) for s in got] == [(1, 2, "Alpha one."), (2, 2, "Beta two.")]
+    with pytest.raises(convert.LimitExceeded, match=r"10000 pages.*RCLL_FILE_MAX_PAGES=5000"):
+        sandbox.convert_bounded(docs.pdf_fanout(4), "bomb.pdf", None, convert.DEFAULT_LIMITS)
+    with pytest.raises(convert.ConversionError, match="cannot read the PDF"):
+        sandbox.convert_bounded(b"%PDF-1.4 not really", "bad.pdf", None, convert.DEFAULT_LIMITS)
+
+
+def test_the_sandbox_stops_a_conversion_at_its_time_limit():
+    # a million pages with the page and character bounds lifted: only the clock stops it
+    lim = dataclasses.replace(convert.DEFAULT_LIMITS, max_pages=10**7, max_chars=10**9,
+                              timeout_s=2)
+    started = time.monotonic()
+    with pytest.raises(convert.LimitExceeded) as exc:
+        sandbox.convert_bounded(docs.pdf_fanout(6), "slow.pdf", None, lim)
+    assert str(exc.value) == "conversion took longer than 2 s (RCLL_FILE_CONVERT_TIMEOUT_S=2)"
+    assert time.monotonic() - started < 6
+
+
+def test_the_sandbox_stops_a_conversion_at_its_memory_limit():
+    # the DOCX bomb with its ZIP check lifted: markitdown needs over a GB for it
+    lim = dataclasses.replace(convert.DEFAULT_LIMITS, max_zip_ratio=1e9, max_memory_mb=500,
+                              timeout_s=100)
+    with pytest.raises(convert.LimitExceeded,
+                       match=r"memory.*500 MiB \(RCLL_FILE_CONVERT_MAX_MEMORY_MB=500\)"):
+        sandbox.convert_bounded(docs.docx_paragraph_bomb(), "bomb.docx", None, lim)
