@@ -38,6 +38,7 @@ from pydantic import Field
 from api.schemas import check_bank_id
 from mcp_server import results
 from mcp_server.auth import STATE_KEY
+from rcll.access.jobs import job_json
 from rcll.access.principal import Principal
 from rcll.bootstrap import Services
 from rcll.errors import InvalidInput, RCLLError, Rejected
@@ -45,7 +46,6 @@ from rcll.retain.models import RetainItem
 from rcll.retain.service import RetainService
 from rcll.search import session_context as sc
 from rcll.search.models import RecallQuery
-from rcll.store import jobs
 
 SYNC_MAX_ITEMS = 10
 INSTRUCTIONS = (
@@ -152,7 +152,7 @@ def retain(rt: Runtime, principal: Principal, bank_id: str, items: list[dict], s
                         principal=principal)
     return {"success": job["state"] != "failed", "bank_id": bank_id, "items_count": len(parsed),
             "async": not sync, "operation_id": str(job["id"]), "status": job["state"],
-            "operation": jobs.to_json(job)}
+            "operation": job_json(principal, job)}
 
 
 def context(rt: Runtime, principal: Principal, bank_id: str, purpose: str | None,

@@ -38,6 +38,9 @@ class Operation(TypedDict):
     error: NotRequired[str | None]
     updated_at: NotRequired[str | None]
     finished_at: NotRequired[str | None]
+    # true: the caller may not see the job's items; only its kind, state and times are shown
+    # (rcll.access.jobs)
+    redacted: NotRequired[bool]
 
 
 @with_config(_OPEN)

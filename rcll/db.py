@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import logging
+import threading
+import time
 
 import psycopg
 from psycopg import Connection
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
 log = logging.getLogger(__name__)
+
+# How long a checkout waits for a connection while the server is known to be unreachable
+# (seconds; capped by the pool's own timeout): long enough to take a connection the pool
+# has just made again, short enough that a request's second checkout adds no second wait.
+UNREACHABLE_WAIT_S = 0.25
 
 
 def _configure(conn: Connection) -> None:
@@ -22,16 +30,99 @@ def _configure(conn: Connection) -> None:
     conn.commit()
 
 
+class Reachability:
+    """Whether the last attempt to connect to one PostgreSQL server failed. Shared by every
+    pool of that server (host, port): the read-write and read-only pools learn of an outage
+    together. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._down_since: float | None = None
+
+    @property
+    def down(self) -> bool:
+        """True from a failed connection attempt until the next one that succeeds."""
+        with self._lock:
+            return self._down_since is not None
+
+    def failed(self) -> None:
+        with self._lock:
+            if self._down_since is None:
+                self._down_since = time.monotonic()
+
+    def succeeded(self) -> None:
+        with self._lock:
+            self._down_since = None
+
+
+_SERVERS: dict[tuple[str, str], Reachability] = {}
+_SERVERS_LOCK = threading.Lock()
+
+
+def reachability(url: str) -> Reachability:
+    """The :class:`Reachability` of the server ``url`` names (one per host and port)."""
+    try:
+        info = conninfo_to_dict(url)
+    except psycopg.ProgrammingError:
+        info = {}
+    key = (str(info.get("host") or info.get("hostaddr") or ""), str(info.get("port") or ""))
+    with _SERVERS_LOCK:
+        return _SERVERS.setdefault(key, Reachability())
+
+
+class Pool(ConnectionPool):
+    """A :class:`~psycopg_pool.ConnectionPool` that stops waiting its whole ``timeout`` once
+    its server is known to be unreachable.
+
+    A checkout normally waits up to ``timeout`` seconds for a connection. While the last
+    attempt (the pool's own, in the background, or one a waiting checkout started) to
+    connect to the server failed, a checkout waits at most :data:`UNREACHABLE_WAIT_S`: the
+    first request of an outage waits the pool timeout once and then raises
+    ``PoolTimeout``; any later checkout — the same request's next one (recall's cold tier
+    after its warm tier, a route reading twice) or another request's — fails at once
+    instead of adding another ``timeout``. A request therefore answers its 503 within about
+    one pool timeout, however many checkouts it makes. The first successful connection
+    (the pool keeps reconnecting in the background) ends the state. A pool whose
+    connections are merely all busy (the server answers) waits the full ``timeout`` as
+    before."""
+
+    def __init__(self, conninfo: str, *args, **kwargs):
+        self.reachability = reachability(conninfo)
+        super().__init__(conninfo, *args, **kwargs)
+
+    def getconn(self, timeout: float | None = None):
+        """As :meth:`ConnectionPool.getconn`; ``timeout`` (seconds) defaults to the pool's,
+        or to at most :data:`UNREACHABLE_WAIT_S` while the server is unreachable. Raises
+        ``PoolTimeout`` (an ``OperationalError``: the API's 503)."""
+        if timeout is None:
+            timeout = self.timeout
+            if self.reachability.down:
+                timeout = min(timeout, UNREACHABLE_WAIT_S)
+        return super().getconn(timeout=timeout)
+
+    def _connect(self, timeout: float | None = None):
+        # every new connection of the pool is made here (psycopg_pool 3.2–3.3)
+        try:
+            conn = super()._connect(timeout)
+        except Exception:
+            self.reachability.failed()
+            raise
+        self.reachability.succeeded()
+        return conn
+
+
 def make_pool(url: str, *, min_size: int = 1, max_size: int = 8, name: str = "rcll",
-              timeout: float = 30.0) -> ConnectionPool:
+              timeout: float = 30.0) -> Pool:
     """A pool of dict-row connections to ``url``; opened lazily, so a down database is not fatal.
 
     ``timeout``: seconds ``connection()`` waits before raising ``PoolTimeout``.
     ``reconnect_timeout`` is short (10 s) so the pool's exponential reconnect backoff gives up
     and starts afresh often: after an outage it reconnects within seconds, not minutes. Each
     connection is checked (a round trip) when it leaves the pool, so a connection left broken
-    by a database restart is replaced instead of failing the next statement."""
-    return ConnectionPool(
+    by a database restart is replaced instead of failing the next statement. While the
+    server is unreachable a checkout stops waiting the whole ``timeout`` (:class:`Pool`), so
+    a request answers its 503 within about one ``timeout``."""
+    return Pool(
         url,
         min_size=min_size,
         max_size=max_size,

@@ -14,10 +14,11 @@ from api.errors import APIError
 from api.openapi import doc
 from api.paging import page_body, page_params
 from api.schemas import check_bank_id
+from rcll.access.jobs import job_json
 from rcll.access.visibility import unit_filter
 from rcll.consolidate import closets as consolidate
 from rcll.retain import pipeline
-from rcll.store import audit, banks, closets, jobs
+from rcll.store import audit, banks, closets
 from workers.queues import CLOSETS_TASK
 
 bp = Blueprint("closets", __name__)
@@ -58,7 +59,7 @@ def make_closets(bank_id: str):
     with svc.pool.connection() as conn:
         banks.get(conn, bank_id)
         with conn.transaction():
-            job = consolidate.create_job(conn, bank_id, room, hall)
+            job = consolidate.create_job(conn, bank_id, room, hall, principal().member_id)
             audit.record(conn, principal().member_id, "closets.create", bank_id, None,
                          {"operation_id": str(job["id"]), "room": room, "hall": hall})
     job_id = str(job["id"])
@@ -70,7 +71,7 @@ def make_closets(bank_id: str):
         raise APIError(503, "queue_unavailable", "could not enqueue the job; retry later",
                        {"operation_id": job_id})
     return jsonify({"operation_id": job_id, "status": job["state"],
-                    "operation": jobs.to_json(job)}), 202
+                    "operation": job_json(principal(), job)}), 202
 
 
 @bp.get("/v1/default/banks/<bank_id>/closets")

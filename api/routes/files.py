@@ -17,8 +17,8 @@ from api.errors import APIError
 from api.openapi import doc
 from api.schemas import check_bank_id
 from rcll import api_types as T
+from rcll.access.jobs import job_json
 from rcll.files.service import FileLimits, FileRetainRequest, FileRetainService, Upload
-from rcll.store import jobs
 
 bp = Blueprint("files", __name__)
 
@@ -56,4 +56,4 @@ def retain_files(bank_id: str):
                for f in request.files.getlist("files")]
     created = file_service().submit(bank_id, uploads, req, principal=principal())
     return jsonify({"operation_ids": [str(j["id"]) for j in created],
-                    "operations": [jobs.to_json(j) for j in created]}), 200
+                    "operations": [job_json(principal(), j) for j in created]}), 200

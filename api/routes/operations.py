@@ -1,4 +1,6 @@
-"""Operations (jobs): state, stage, counts and error of each retain job; lists are paged."""
+"""Operations (jobs): state, stage, counts and error of each retain job; lists are paged.
+Every job is shown through :func:`rcll.access.jobs.job_json`: redacted (``redacted: true``)
+for a caller who may not see its items."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from api.openapi import doc
 from api.paging import page_body, page_params
 from api.schemas import check_bank_id
 from rcll import api_types as T
+from rcll.access.jobs import job_json, job_visible
 from rcll.access.visibility import unit_filter
 from rcll.errors import JobNotFound
 from rcll.store import banks, item_errors, jobs
@@ -27,22 +30,28 @@ STATES = ("queued", "running", "succeeded", "failed", "partial")
 def operation(bank_id: str, operation_id: str):
     """One operation (job) by id or by Hindsight's caller-chosen ``operation_id``:
     RCLL's ``state`` and Hindsight's ``status``, counts, the first page of item
-    errors."""
+    errors. A job whose content the caller may not see (:mod:`rcll.access.jobs`) is the
+    redacted job (200, ``redacted: true``, no item errors), as in the lists; by its
+    idempotency key it is 404 ``operation_not_found`` — as a key nobody used (the key is
+    the hidden submitter's own text)."""
     check_bank_id(bank_id)
+    who = principal()
     with services().pool.connection() as conn:
         try:
-            op = jobs.to_json(jobs.get(conn, operation_id, bank_id))
+            job = jobs.get(conn, operation_id, bank_id)
         except JobNotFound:  # Hindsight's caller-chosen operation_id is the idempotency key
             row = conn.execute("SELECT id FROM jobs WHERE bank_id = %s AND idempotency_key = %s",
                                (bank_id, operation_id)).fetchone()
             if row is None:
                 raise
-            op = jobs.to_json(jobs.get(conn, row["id"], bank_id))
-        rows, total = item_errors.list_for_job(  # raw replies only about units it sees
-            conn, op["id"], visible=unit_filter(principal(), bank_id, alias="vu"))
-    op["item_errors"] = [item_errors.to_json(r) for r in rows]  # raw LLM replies kept
-    op["item_errors_total"] = total
-    return jsonify(op)
+            job = jobs.get(conn, row["id"], bank_id)
+            if not job_visible(who, job):
+                raise
+        rows, total = [], 0
+        if job_visible(who, job):
+            rows, total = item_errors.list_for_job(  # raw replies only about units it sees
+                conn, str(job["id"]), visible=unit_filter(who, bank_id, alias="vu"))
+    return jsonify(job_json(who, job, [item_errors.to_json(r) for r in rows], total))
 
 
 @bp.get("/v1/default/banks/<bank_id>/operations")
@@ -55,7 +64,8 @@ def bank_operations(bank_id: str):
     with services().pool.connection() as conn:
         banks.get(conn, bank_id)
         rows, total = jobs.list_page(conn, bank_id, state, limit, offset)
-    body = page_body("operations", [jobs.to_json(j) for j in rows], limit, offset, total)
+    who = principal()
+    body = page_body("operations", [job_json(who, j) for j in rows], limit, offset, total)
     body["bank_id"] = bank_id
     return jsonify(body)
 
@@ -75,7 +85,7 @@ def all_jobs():
     only = None if who.is_admin else sorted(b for b in who.grants if who.can(b, "read"))
     with services().pool.connection() as conn:
         rows, total = jobs.list_page(conn, bank_id, state, limit, offset, bank_ids=only)
-    return jsonify(page_body("jobs", [jobs.to_json(j) for j in rows], limit, offset, total))
+    return jsonify(page_body("jobs", [job_json(who, j) for j in rows], limit, offset, total))
 
 
 HINDSIGHT_FILTER = {"pending": "queued", "processing": "running", "completed": "succeeded",

@@ -16,7 +16,9 @@ warm tier's hits are promoted to tier 1.
 Degradation (spec §1.4): Redis down → tier 1 is skipped (a circuit breaker stops retrying for
 ``redis_retry_s`` seconds so no recall waits on a dead socket) and tiers 2–3 answer; no query
 vector (embedder down) → tiers 1–2 cannot score and the cold tier answers lexically (mode A).
-Every skip is named in ``degraded``.
+Every skip is named in ``degraded``. A database outage is not degraded around: the warm tier
+re-raises it (``PoolTimeout``, a lost connection: the API's 503) instead of letting the cold
+tier wait for the pool a second time.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from rcll.access.principal import Principal
 from rcll.cascade.hot import is_complete_reask
 from rcll.cascade.policy import Plan, plan
 from rcll.config import Settings
+from rcll.db import is_transient
 from rcll.errors import BankNotFound
 from rcll.search.budget import cut_to_budget
 from rcll.search.models import RecallQuery, RecallResult
@@ -280,6 +283,8 @@ class Cascade:
                 return self.warm(conn, scope, pq, threshold=self.settings.warm_threshold,
                                  limit=max(p.limit, self.settings.min_hits))
         except Exception as exc:
+            if is_transient(exc):  # the database is away: the cold tier could not answer
+                raise              # either, and waiting for it again would double the 503's wait
             log.warning("warm tier failed: %s", exc)
             degraded.append(f"warm: {type(exc).__name__}")
             return None

@@ -29,11 +29,15 @@ STAGE = "closets"
 MAX_GROUPS_PER_JOB = 20
 
 
-def create_job(conn, bank_id: str, room: str | None, hall: str | None) -> dict:
+def create_job(conn, bank_id: str, room: str | None, hall: str | None,
+               submitted_by: str | None = None) -> dict:
     """A queued ``closets`` job for one bank (optionally one room and/or hall); its stage is
-    ``closets`` from the start, so the recovery sweep re-sends it to the closets task."""
+    ``closets`` from the start, so the recovery sweep re-sends it to the closets task. It
+    holds no member's items (scopes ``[]``): every reader of the bank sees it (its item
+    errors stay filtered per unit)."""
     job, _ = jobs.create(conn, bank_id, JOB_KIND, [{"room": room, "hall": hall}],
-                         {"groups": 0, "closets_created": 0})
+                         {"groups": 0, "closets_created": 0}, submitted_by=submitted_by,
+                         scopes=[])
     conn.execute("UPDATE jobs SET stage = %s WHERE id = %s", (STAGE, job["id"]))
     return jobs.get(conn, job["id"])
 

@@ -191,7 +191,9 @@ class FileRetainService:
                 f = entry["file"]
                 job, _ = jobs.create(conn, bank_id, "retain", [entry],
                                      {"items": 0, "file": {k: f[k] for k in
-                                                           ("name", "type", "size", "sha256")}})
+                                                           ("name", "type", "size", "sha256")}},
+                                     submitted_by=principal.member_id if principal else None,
+                                     scopes=jobs.item_scopes([entry]))
                 jobs.set_stage(conn, str(job["id"]), STAGE)
                 audit.record(conn, principal.member_id if principal else None, "retain.files",
                              bank_id, None, {"operation_id": str(job["id"]), "file": f["name"],

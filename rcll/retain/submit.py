@@ -33,4 +33,5 @@ def submit_retain(conn: Connection, bank_id: str, items: list[RetainItem],
     digest = hashlib.sha256(json.dumps(hashed, sort_keys=True, separators=(",", ":"))
                             .encode("utf-8")).hexdigest()
     return jobs.create(conn, bank_id, RETAIN_JOB, payload, {"items": len(items)},
-                       idempotency_key, request_hash=digest)
+                       idempotency_key, request_hash=digest, submitted_by=actor,
+                       scopes=jobs.item_scopes(payload))

@@ -19,23 +19,45 @@ from rcll.errors import JobNotFound, Rejected
 TERMINAL = ("succeeded", "failed", "partial")
 PUBLIC_COLUMNS = ("id, bank_id, kind, state, stage, counts, error, attempts, resends, "
                   "lease_expiries, llm_usage, "
-                  "idempotency_key, created_at, updated_at, started_at, finished_at")
+                  "idempotency_key, created_at, updated_at, started_at, finished_at, "
+                  "submitted_by, item_scopes")
+# what a job stores for its visibility rule (rcll.access.jobs), never shown in its JSON
+RULE_FIELDS = ("submitted_by", "item_scopes")
+
+
+def item_scopes(items) -> list[dict]:
+    """The distinct ``{"audience", "purposes"}`` of ``items`` (objects or dicts with those
+    two fields, resolved by the retain service), sorted: what :func:`create` stores as the
+    job's ``item_scopes`` (migration 0019)."""
+    seen: set[tuple] = set()
+    for i in items:
+        get = i.get if isinstance(i, dict) else lambda k, _i=i: getattr(_i, k, None)
+        purposes = get("purposes")
+        seen.add((get("audience"), None if purposes is None else tuple(sorted(purposes))))
+    return [{"audience": a, "purposes": None if p is None else list(p)}
+            for a, p in sorted(seen, key=lambda t: (str(t[0]), t[1] or ()))]
 
 
 def create(conn: Connection, bank_id: str, kind: str, payload: list, counts: dict,
            idempotency_key: str | None = None,
-           request_hash: str | None = None) -> tuple[dict, bool]:
-    """Insert a queued job; ``(job, created)``. An existing idempotency key returns its job
+           request_hash: str | None = None, *, submitted_by: str | None = None,
+           scopes: list[dict] | None = None) -> tuple[dict, bool]:
+    """Insert a queued job; ``(job, created)``. ``submitted_by``: the submitting member's id
+    (None: auth off, internal); ``scopes``: its items' :func:`item_scopes` (``[]``: no member
+    items; None: unknown, the content is then shown to no member) — what
+    :func:`rcll.access.jobs.job_visible` decides by. An existing idempotency key returns its job
     when ``request_hash`` matches the one stored with it; a different request under the same
     key raises :class:`~rcll.errors.Rejected` ``409 idempotency_key_reused`` (the first
     request's job stays as it was; the semantics of Stripe's and the IETF draft's
     Idempotency-Key header)."""
     row = conn.execute(
-        f"""INSERT INTO jobs (bank_id, kind, payload, counts, idempotency_key, request_hash)
-            VALUES (%s, %s, %s, %s, %s, %s)
+        f"""INSERT INTO jobs (bank_id, kind, payload, counts, idempotency_key, request_hash,
+                              submitted_by, item_scopes)
+            VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
             ON CONFLICT (bank_id, idempotency_key) DO NOTHING
             RETURNING {PUBLIC_COLUMNS}""",
-        (bank_id, kind, Jsonb(payload), Jsonb(counts), idempotency_key, request_hash),
+        (bank_id, kind, Jsonb(payload), Jsonb(counts), idempotency_key, request_hash,
+         submitted_by, None if scopes is None else Jsonb(scopes)),
     ).fetchone()
     if row is not None:
         return row, True
@@ -230,8 +252,11 @@ def to_json(job: dict) -> dict:
     """A job row as the API's operation object (ISO times, string ids): RCLL's ``state``
     (queued, running, succeeded, partial, failed) and, beside it, Hindsight's ``status``
     (:data:`HINDSIGHT_STATUS`), ``operation_id`` (= ``id``), ``task_type`` (= ``kind``),
-    ``items_count`` and ``error_message`` (= ``error``)."""
-    out = {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in job.items()}
+    ``items_count`` and ``error_message`` (= ``error``). The rule's fields
+    (:data:`RULE_FIELDS`) are left out. Unfiltered: routes show a job through
+    :func:`rcll.access.jobs.job_json`, which redacts it for a caller who may not see it."""
+    out = {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in job.items()
+           if k not in RULE_FIELDS}
     out["id"] = out["operation_id"] = str(job["id"])
     out["status"] = HINDSIGHT_STATUS.get(job["state"], job["state"])
     out["task_type"] = job.get("kind")

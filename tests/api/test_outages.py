@@ -24,10 +24,49 @@ def _assert_503(resp, code: str, started: float, max_s: float = 8.0):
     assert not any(leak in text for leak in LEAKS), text
 
 
+def _mcp_calls(services, unit_id: str) -> list:
+    """The MCP read tools as the server runs them (mcp_server.server's functions through
+    mcp_server.results.run), each answering a tool result."""
+    from mcp_server import results, server
+    from rcll.access.principal import Principal
+
+    rt = server.Runtime(services=services, retain=services.retain_service(lambda *_: None))
+    me = Principal.unrestricted()
+    return [
+        lambda: results.run("memory_recall", lambda: server.recall(rt, me, BANK,
+                                                                   {"query": "backups"})),
+        lambda: results.run("memory_read", lambda: services.lifecycle.read(me, BANK, unit_id)),
+        lambda: results.run("session_context", lambda: server.context(rt, me, BANK, None, 800)),
+    ]
+
+
 def test_database_outage_answers_fast_503(client, services, settings):
     r = client.post(f"/v1/default/banks/{BANK}/memories",
                     json={"items": [{"content": "Noa: backups run at 02:00."}], "async": False})
     assert r.status_code == 200
+    r = client.post(f"/v1/default/banks/{BANK}/memories/recall", json={"query": "backups"})
+    unit_id = r.get_json()["results"][0]["id"]
+    op_id = client.get(f"/v1/default/banks/{BANK}/operations").get_json()["operations"][0]["id"]
+    # fault 11: every read answers its 503 within about one pool timeout — a recall used to
+    # wait for the pool twice (warm tier, then cold tier): 2 × RCLL_DB_POOL_TIMEOUT_S
+    one_wait = settings.db_pool_timeout_s * 1.5
+    reads = [
+        lambda: client.post(f"/v1/default/banks/{BANK}/memories/recall", json={"query": "backups"}),
+        lambda: client.get(f"/banks/{BANK}/recall?query=backups"),
+        lambda: client.post(f"/v1/default/banks/{BANK}/memories/recall",
+                            json={"query": "backups", "tiers": ["cold"]}),
+        lambda: client.get(f"/banks/{BANK}/context"),
+        lambda: client.get(f"/v1/default/banks/{BANK}/memories/{unit_id}"),
+        lambda: client.get(f"/v1/default/banks/{BANK}/memories/list"),
+        lambda: client.get(f"/v1/default/banks/{BANK}/documents"),
+        lambda: client.get(f"/v1/default/banks/{BANK}/entities"),
+        lambda: client.get(f"/v1/default/banks/{BANK}/stats"),
+        lambda: client.get(f"/v1/default/banks/{BANK}/tags"),
+        lambda: client.get(f"/v1/default/banks/{BANK}/operations/{op_id}"),
+        lambda: client.get(f"/v1/default/banks/{BANK}/closets"),
+        lambda: client.get(f"/tunnels?bank_id={BANK}"),
+    ]
+    mcp = _mcp_calls(services, unit_id)
     calls = [
         lambda: client.post(f"/v1/default/banks/{BANK}/memories/recall", json={"query": "backups"}),
         lambda: client.get(f"/banks/{BANK}/recall?query=backups"),
@@ -43,6 +82,16 @@ def test_database_outage_answers_fast_503(client, services, settings):
     postgres.stop(settings, log=lambda *_: None)
     try:
         # the first call meets a pooled (now broken) connection, the rest an empty pool
+        for call in reads:
+            t = time.monotonic()
+            _assert_503(call(), "database_unavailable", t, max_s=one_wait)
+        for call in mcp:
+            t = time.monotonic()
+            res = call()
+            elapsed = time.monotonic() - t
+            assert res.is_error and res.structured_content["status"] == 503, res
+            assert res.structured_content["error"]["code"] == "database_unavailable"
+            assert elapsed < one_wait, f"took {elapsed:.1f}s"
         for call in calls:
             t = time.monotonic()
             _assert_503(call(), "database_unavailable", t, max_s=settings.db_pool_timeout_s + 3)

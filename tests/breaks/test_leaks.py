@@ -214,26 +214,40 @@ def test_closets_list(api, world, auth_services):
 
 def test_operation_raw_replies(api, world, auth_services):
     """An item error's raw LLM reply about a unit Bob may not see is withheld (null, length
-    kept); about a unit he sees it is shown."""
-    with auth_services.pool.connection() as conn:
-        job = conn.execute("""INSERT INTO jobs (bank_id, kind, payload, counts)
-                              VALUES (%s, 'retain', '[]', '{}') RETURNING id""",
-                           (BANK,)).fetchone()["id"]
+    kept); about a unit he sees it is shown — in a job whose items Bob may see (a ``bank``
+    ``assist`` job whose unit Alice made private since). A job with an item private to
+    Alice (fault 6, rcll.access.jobs) shows Bob no item errors at all: it is redacted."""
+    def job_with_errors(conn, scopes):
+        job = conn.execute("""INSERT INTO jobs (bank_id, kind, payload, counts, submitted_by,
+                                                item_scopes)
+                              VALUES (%s, 'retain', '[]', '{}', %s, %s) RETURNING id""",
+                           (BANK, world["a"], json.dumps(scopes))).fetchone()["id"]
         for key in ("priv", "pub"):
             conn.execute("""INSERT INTO job_item_errors (job_id, stage, item_index, unit_id,
                                                          error, raw_reply)
                             VALUES (%s, 'extract', 0, %s, 'bad reply', %s)""",
                          (job, world[key]["id"], f"reply quoting {world[key]['text']}"))
-    body = api.get(f"/v1/default/banks/{BANK}/operations/{job}",
+        return job
+
+    with auth_services.pool.connection() as conn:
+        shared = job_with_errors(conn, [{"audience": "bank", "purposes": ["assist"]}])
+        mixed = job_with_errors(conn, [{"audience": "bank", "purposes": ["assist"]},
+                                       {"audience": world["a"], "purposes": ["assist"]}])
+    body = api.get(f"/v1/default/banks/{BANK}/operations/{shared}",
                    headers=bearer(world["kb"])).get_json()
-    assert SECRET not in json.dumps(body)
+    assert SECRET not in json.dumps(body) and body["redacted"] is False
     shown = {e["unit_id"]: e for e in body["item_errors"]}
     assert shown[world["priv"]["id"]]["raw_reply"] is None
     assert shown[world["priv"]["id"]]["raw_reply_chars"] > 0
     assert "tea shop" in shown[world["pub"]["id"]]["raw_reply"]
-    mine = api.get(f"/v1/default/banks/{BANK}/operations/{job}",
-                   headers=bearer(world["ka"])).get_json()
-    assert SECRET in json.dumps(mine)
+    body = api.get(f"/v1/default/banks/{BANK}/operations/{mixed}",
+                   headers=bearer(world["kb"])).get_json()
+    assert body["redacted"] is True and body["item_errors"] == []
+    assert body["item_errors_total"] == 0 and "tea shop" not in json.dumps(body)
+    for job in (shared, mixed):
+        mine = api.get(f"/v1/default/banks/{BANK}/operations/{job}",
+                       headers=bearer(world["ka"])).get_json()
+        assert SECRET in json.dumps(mine) and mine["item_errors_total"] == 2
 
 
 def test_read_with_an_unknown_purpose_is_400(api, world):
