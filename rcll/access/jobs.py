@@ -9,11 +9,11 @@ private as the units the job writes, so it is shown (:func:`job_visible`) only t
 - the unrestricted principal (auth off, internal calls);
 - the member who submitted the job (``jobs.submitted_by``), holding ``read`` on its bank;
 - a member holding ``read`` on the bank to whom *every* item scope stored with the job
-  (``jobs.item_scopes``: the distinct audience and purposes of its items, migration 0019)
+  (``jobs.item_scopes``: the distinct audience and purposes of its items, migration 0020)
   is visible by the unit rule, :func:`rcll.access.visibility.unit_visible` (audience
   ``'bank'`` or the member; a purpose granted on the bank). A job without member items
   (``closets``: scopes ``[]``) is visible to every reader; a job whose scopes are unknown
-  (NULL: created before 0019 and not backfilled) to no member but its submitter.
+  (NULL: created before 0020 and not backfilled) to no member but its submitter.
 
 Everyone else who may read the bank gets the job **redacted**, never a 404 or a 403: it is
 listed and counted as any other job, and ``GET …/operations/{id}`` answers 200 with the same

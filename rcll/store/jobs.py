@@ -28,7 +28,7 @@ RULE_FIELDS = ("submitted_by", "item_scopes")
 def item_scopes(items) -> list[dict]:
     """The distinct ``{"audience", "purposes"}`` of ``items`` (objects or dicts with those
     two fields, resolved by the retain service), sorted: what :func:`create` stores as the
-    job's ``item_scopes`` (migration 0019)."""
+    job's ``item_scopes`` (migration 0020)."""
     seen: set[tuple] = set()
     for i in items:
         get = i.get if isinstance(i, dict) else lambda k, _i=i: getattr(_i, k, None)

@@ -15,14 +15,14 @@ Backfill: a job's scopes from the units it wrote (``memory_units.job_id``), else
 payload's items while the payload is kept (queued, running, failed jobs); ``closets`` jobs
 get ``[]``. ``submitted_by`` stays NULL for existing jobs (not recorded before).
 
-Revision ID: 0019
-Revises: 0018
+Revision ID: 0020
+Revises: 0019
 """
 
 from alembic import op
 
-revision = "0019"
-down_revision = "0018"
+revision = "0020"
+down_revision = "0019"
 branch_labels = None
 depends_on = None
 
