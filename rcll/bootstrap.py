@@ -183,6 +183,14 @@ class Services:
 
         return Lifecycle(self)
 
+    @cached_property
+    def banks(self):
+        """Banks (:class:`rcll.banks.service.BankService`: list, create, profile, config,
+        stats, delete) over this process's pool."""
+        from rcll.banks.service import BankService
+
+        return BankService(self)
+
     def recall_context(self) -> RecallContext:
         s = self.settings
         return RecallContext(pool=self.read_pool, embedder=self.embedder, tokens=self.tokens,
