@@ -43,9 +43,9 @@ from rcll.bootstrap import Services
 from rcll.errors import InvalidInput, RCLLError, Rejected
 from rcll.retain.models import RetainItem
 from rcll.retain.service import RetainService
+from rcll.retain.submit import accepted
 from rcll.search import session_context as sc
 from rcll.search.models import RecallQuery
-from rcll.store import jobs
 
 SYNC_MAX_ITEMS = 10
 INSTRUCTIONS = (
@@ -151,8 +151,7 @@ def retain(rt: Runtime, principal: Principal, bank_id: str, items: list[dict], s
     job, _ = svc.retain(bank_id, parsed, async_=not sync, idempotency_key=key,
                         principal=principal)
     return {"success": job["state"] != "failed", "bank_id": bank_id, "items_count": len(parsed),
-            "async": not sync, "operation_id": str(job["id"]), "status": job["state"],
-            "operation": jobs.to_json(job)}
+            "async": not sync, **accepted(job)}
 
 
 def context(rt: Runtime, principal: Principal, bank_id: str, purpose: str | None,
