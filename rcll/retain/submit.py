@@ -55,11 +55,6 @@ def accepted(job: dict) -> dict:
             "operation": jobs.to_json(job)}
 
 
-def job_json(job: dict) -> dict:
-    """A job row as the API's operation object (:func:`rcll.store.jobs.to_json`)."""
-    return jobs.to_json(job)
-
-
 def send_after_commit(enqueue: Callable[[str, str], None], context: Callable[[], RetainContext],
                       task_name: str, job_id: str, *, what: str = "job",
                       message: str = "could not enqueue the job; retry later",
