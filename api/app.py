@@ -54,6 +54,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     app.extensions["rcll"] = svc
     app.extensions["rcll_enqueue"] = enqueue or celery_enqueuer(svc.settings)
     app.extensions["rcll_retain"] = svc.retain_service(app.extensions["rcll_enqueue"])
+    app.extensions["rcll_consolidate"] = svc.consolidate_service(app.extensions["rcll_enqueue"])
     api_metrics.register(app)  # before auth: times every request, refused ones too
     auth.register(app)  # first: nothing runs for a caller it refuses
     errors.register(app)

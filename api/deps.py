@@ -23,6 +23,12 @@ def retain_service() -> RetainService:
     return current_app.extensions["rcll_retain"]
 
 
+def consolidate_service():
+    """The closets and dedup service of this app (its enqueuer is the app's;
+    :class:`rcll.consolidate.service.ConsolidateService`)."""
+    return current_app.extensions["rcll_consolidate"]
+
+
 def json_body(check_text_fields: bool = True) -> dict:
     """The request's JSON object. 400 ``malformed_json`` / ``invalid_request`` otherwise."""
     data = parse_json_text(request.get_data(cache=True), "request body")

@@ -38,12 +38,12 @@ from pydantic import Field
 from api.schemas import check_bank_id
 from mcp_server import results
 from mcp_server.auth import STATE_KEY
-from rcll.access.jobs import job_json
 from rcll.access.principal import Principal
 from rcll.bootstrap import Services
 from rcll.errors import InvalidInput, RCLLError, Rejected
 from rcll.retain.models import RetainItem
 from rcll.retain.service import RetainService
+from rcll.retain.submit import accepted
 from rcll.search import session_context as sc
 from rcll.search.models import RecallQuery
 
@@ -151,8 +151,7 @@ def retain(rt: Runtime, principal: Principal, bank_id: str, items: list[dict], s
     job, _ = svc.retain(bank_id, parsed, async_=not sync, idempotency_key=key,
                         principal=principal)
     return {"success": job["state"] != "failed", "bank_id": bank_id, "items_count": len(parsed),
-            "async": not sync, "operation_id": str(job["id"]), "status": job["state"],
-            "operation": job_json(principal, job)}
+            "async": not sync, **accepted(job, principal)}
 
 
 def context(rt: Runtime, principal: Principal, bank_id: str, purpose: str | None,

@@ -192,6 +192,37 @@ class Services:
 
         return Lifecycle(self)
 
+    @cached_property
+    def banks(self):
+        """Banks (:class:`rcll.banks.service.BankService`: list, create, profile, config,
+        stats, delete) over this process's pool."""
+        from rcll.banks.service import BankService
+
+        return BankService(self)
+
+    @cached_property
+    def entities(self):
+        """Entities (:class:`rcll.entities.service.EntityService`: list, detail, proposals,
+        merge, split) over this process's pool."""
+        from rcll.entities.service import EntityService
+
+        return EntityService(self)
+
+    @cached_property
+    def feedback(self):
+        """Memory Worth feedback (:class:`rcll.feedback.service.FeedbackService`) over this
+        process's pool."""
+        from rcll.feedback.service import FeedbackService
+
+        return FeedbackService(self)
+
+    def consolidate_service(self, enqueue: Callable[[str, str], None]):
+        """Closets and dedup proposals (:class:`rcll.consolidate.service.ConsolidateService`)
+        over this process's pool, sending closets jobs with ``enqueue``."""
+        from rcll.consolidate.service import ConsolidateService
+
+        return ConsolidateService(self, enqueue)
+
     def recall_context(self) -> RecallContext:
         s = self.settings
         return RecallContext(pool=self.read_pool, embedder=self.embedder, tokens=self.tokens,

@@ -19,7 +19,6 @@ from api.errors import APIError
 from api.openapi import doc
 from api.paging import page_body, page_params
 from api.schemas import check_bank_id
-from rcll.store import audit
 
 bp = Blueprint("access", __name__)
 
@@ -173,8 +172,7 @@ def bank_audit(bank_id: str):
             raise APIError(400, "invalid_unit_id", "unit_id must be a UUID",
                            {"field": "unit_id"})
     limit, offset = page_params()
-    with services().read_pool.connection() as conn:
-        rows, total = audit.list(conn, bank_id, limit=limit, offset=offset, **filters)
+    rows, total = _access().audit(principal(), bank_id, limit=limit, offset=offset, **filters)
     return jsonify(page_body("entries", [audit_json(r) for r in rows], limit, offset, total))
 
 

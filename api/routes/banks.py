@@ -1,4 +1,5 @@
-"""Banks: list (paged) and delete (a bank is created on first retain)."""
+"""Banks: list (paged) and delete (a bank is created on first retain); the rules live in
+:class:`rcll.banks.service.BankService`."""
 
 from __future__ import annotations
 
@@ -12,9 +13,6 @@ from api.openapi import doc
 from api.paging import page_body, page_params
 from api.schemas import check_bank_id
 from rcll import api_types as T
-from rcll.access.visibility import grants_filter
-from rcll.cascade import invalidation
-from rcll.store import audit, banks
 
 bp = Blueprint("banks", __name__)
 
@@ -26,11 +24,7 @@ def list_banks():
     """One page of the banks the caller holds a grant on (every bank for a deployment
     admin), newest first: ``?limit=&offset=``."""
     limit, offset = page_params()
-    who = principal()
-    only = None if who.is_admin else sorted(who.grants)  # the banks the caller holds a grant on
-    with services().pool.connection() as conn:
-        rows, total = banks.list_page(conn, limit, offset, only,
-                                      visible=grants_filter(who, "u"))  # counts what it sees
+    rows, total = services().banks.list(principal(), limit, offset)  # counts what it sees
     return jsonify(page_body("banks", [{"bank_id": r["id"], "name": r["name"],
                                         "units": r["units"], "fact_count": r["units"],
                                         "disposition": hindsight.disposition(r["config"] or {}),
@@ -45,9 +39,5 @@ def list_banks():
 def delete_bank(bank_id: str):
     """Delete the bank and everything in it (units, vectors, documents, jobs, tier 1)."""
     check_bank_id(bank_id)
-    svc = services()
-    with svc.pool.connection() as conn:
-        banks.delete(conn, bank_id)
-        audit.record(conn, principal().member_id, "bank.delete", bank_id=bank_id)
-    invalidation.bank_dropped(svc.hot_tier, bank_id)  # committed: the cascade forgets it
+    services().banks.delete(principal(), bank_id)
     return jsonify({"success": True, "bank_id": bank_id, "message": f"bank {bank_id} deleted"})

@@ -3,26 +3,18 @@ id); ``GET …/closets`` lists a bank's closets with their source unit ids (page
 
 from __future__ import annotations
 
-import logging
-
 from flask import Blueprint, jsonify, request
 
 from api import contracts as C
 from api.auth import principal, requires
-from api.deps import enqueue, json_body, services
+from api.deps import consolidate_service, json_body
 from api.errors import APIError
 from api.openapi import doc
 from api.paging import page_body, page_params
 from api.schemas import check_bank_id
-from rcll.access.jobs import job_json
-from rcll.access.visibility import unit_filter
-from rcll.consolidate import closets as consolidate
-from rcll.retain import pipeline
-from rcll.store import audit, banks, closets
-from workers.queues import CLOSETS_TASK
+from rcll.retain.submit import accepted
 
 bp = Blueprint("closets", __name__)
-log = logging.getLogger(__name__)
 MAX_NAME_CHARS = 100
 
 
@@ -46,32 +38,14 @@ def make_closets(bank_id: str):
     400 ``llm_not_configured`` in chunk mode; 404 ``bank_not_found``; 503
     ``queue_unavailable`` when the job could not be enqueued (it is ``failed``)."""
     check_bank_id(bank_id)
-    svc = services()
     body = json_body() if request.data else {}
     unknown = set(body) - {"room", "hall"}
     if unknown:
         raise APIError(400, "invalid_request", f"unknown fields: {', '.join(sorted(unknown))}",
                        {"fields": sorted(unknown)})
     room, hall = _name(body, "room"), _name(body, "hall")
-    if svc.settings.llm_provider == "none":
-        raise APIError(400, "llm_not_configured",
-                       "closets need an LLM; set RCLL_LLM_PROVIDER (chunk mode makes none)")
-    with svc.pool.connection() as conn:
-        banks.get(conn, bank_id)
-        with conn.transaction():
-            job = consolidate.create_job(conn, bank_id, room, hall, principal().member_id)
-            audit.record(conn, principal().member_id, "closets.create", bank_id, None,
-                         {"operation_id": str(job["id"]), "room": room, "hall": hall})
-    job_id = str(job["id"])
-    try:
-        enqueue(CLOSETS_TASK, job_id)
-    except Exception as exc:
-        log.warning("enqueue of closets job %s failed: %s", job_id, exc)
-        pipeline.fail(svc.retain_context(), job_id, f"enqueue failed: {exc}")
-        raise APIError(503, "queue_unavailable", "could not enqueue the job; retry later",
-                       {"operation_id": job_id})
-    return jsonify({"operation_id": job_id, "status": job["state"],
-                    "operation": job_json(principal(), job)}), 202
+    job = consolidate_service().make_closets(principal(), bank_id, room, hall)
+    return jsonify(accepted(job, principal())), 202
 
 
 @bp.get("/v1/default/banks/<bank_id>/closets")
@@ -83,8 +57,5 @@ def list_closets(bank_id: str):
     check_bank_id(bank_id)
     limit, offset = page_params()
     room, hall = request.args.get("room"), request.args.get("hall")
-    with services().pool.connection() as conn:
-        banks.get(conn, bank_id)
-        rows, total = closets.list_page(conn, bank_id, room, hall, limit, offset,
-                                        visible=unit_filter(principal(), bank_id, alias="vu"))
-    return jsonify(page_body("closets", [closets.to_json(r) for r in rows], limit, offset, total))
+    rows, total = consolidate_service().closets(principal(), bank_id, room, hall, limit, offset)
+    return jsonify(page_body("closets", rows, limit, offset, total))

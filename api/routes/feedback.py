@@ -10,8 +10,7 @@ from api.deps import json_body, services
 from api.errors import APIError
 from api.openapi import doc
 from api.schemas import check_bank_id
-from rcll.access.visibility import unit_filter
-from rcll.store import audit, banks, feedback, memories
+from rcll.feedback.service import check_outcome, check_unit_id
 
 bp = Blueprint("feedback", __name__)
 
@@ -22,22 +21,16 @@ bp = Blueprint("feedback", __name__)
     errors={400: ['invalid_unit_id', 'invalid_outcome'], 404: ['unit_not_found']})
 def record_feedback(bank_id: str, unit_id: str):
     """Record one outcome ``{"outcome": "success"|"failure"}`` for the unit → 200
-    ``{unit_id, success, failure, worth}`` (:func:`rcll.store.feedback.record`). 400
+    ``{unit_id, success, failure, worth}`` (:class:`rcll.feedback.service.FeedbackService`). 400
     ``invalid_bank_id`` / ``invalid_unit_id`` / ``invalid_outcome`` / ``invalid_request``
     (other fields), 404 ``bank_not_found`` / ``unit_not_found`` (also a unit of another
     bank, and a unit the caller may not see: :mod:`rcll.access.visibility`)."""
     check_bank_id(bank_id)
-    memories.parse_unit_id(unit_id)
+    check_unit_id(unit_id)
     body = json_body()
     unknown = sorted(set(body) - {"outcome"})
     if unknown:
         raise APIError(400, "invalid_request", f"unknown fields: {', '.join(unknown)}",
                        {"fields": unknown, "allowed": ["outcome"]})
-    outcome = feedback.parse_outcome(body.get("outcome"))
-    with services().pool.connection() as conn, conn.transaction():
-        banks.get(conn, bank_id)
-        out = feedback.record(conn, bank_id, unit_id, outcome,
-                              visible=unit_filter(principal(), bank_id, alias="m"))
-        audit.record(conn, principal().member_id, "unit.feedback", bank_id, out["unit_id"],
-                     {"outcome": outcome})
-        return jsonify(out)
+    outcome = check_outcome(body.get("outcome"))
+    return jsonify(services().feedback.record(principal(), bank_id, unit_id, outcome))

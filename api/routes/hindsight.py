@@ -20,10 +20,8 @@ from api.errors import APIError
 from api.openapi import doc
 from api.paging import page_params, search_param
 from api.schemas import check_bank_id
-from rcll.access.visibility import unit_filter
 from rcll.reflect import reflect as run_reflect
 from rcll.search.models import TAGS_MATCH, RecallQuery
-from rcll.store import audit, banks, documents
 
 bp = Blueprint("hindsight", __name__)
 
@@ -40,13 +38,6 @@ class AnyPath(PathConverter):
 bp.record_once(lambda state: state.app.url_map.converters.setdefault("anypath", AnyPath))
 BANK = "/v1/default/banks/<bank_id>"
 STARTED = time.monotonic()
-
-
-def _visible(bank_id: str) -> tuple[str, dict]:
-    """The units of ``bank_id`` a listing shows or counts (alias ``u``): the one rule outside
-    recall, :func:`rcll.access.visibility.unit_filter` (audience, and a purpose granted to
-    the caller on the bank)."""
-    return unit_filter(principal(), bank_id, alias="u")
 
 
 def _tags_args() -> tuple[list[str] | None, str]:
@@ -70,10 +61,7 @@ def put_bank(bank_id: str):
     whether it is new)."""
     check_bank_id(bank_id)
     name, cfg = hs.bank_update(json_body())
-    with services().pool.connection() as conn:
-        row, created = banks.upsert(conn, bank_id, name, cfg)
-        audit.record(conn, principal().member_id, "bank.create" if created else "bank.update",
-                     bank_id, details={"name": name, "fields": sorted(cfg)})
+    row, created = services().banks.put(principal(), bank_id, name, cfg)
     return jsonify({**hs.bank_profile(row), "created": created})
 
 
@@ -83,8 +71,7 @@ def put_bank(bank_id: str):
 def profile(bank_id: str):
     """Hindsight's bank profile: name, disposition, mission, background."""
     check_bank_id(bank_id)
-    with services().pool.connection() as conn:
-        return jsonify(hs.bank_profile(banks.get(conn, bank_id)))
+    return jsonify(hs.bank_profile(services().banks.get(principal(), bank_id)))
 
 
 @bp.put(BANK + "/profile")
@@ -94,12 +81,8 @@ def put_profile(bank_id: str):
     """Update the disposition (and name, mission, background) of an existing bank."""
     check_bank_id(bank_id)
     name, cfg = hs.bank_update(json_body())
-    with services().pool.connection() as conn:
-        banks.get(conn, bank_id)
-        row, _ = banks.upsert(conn, bank_id, name, cfg)
-        audit.record(conn, principal().member_id, "bank.update", bank_id,
-                     details={"name": name, "fields": sorted(cfg)})
-    return jsonify(hs.bank_profile(row))
+    return jsonify(hs.bank_profile(services().banks.update_profile(principal(), bank_id, name,
+                                                                   cfg)))
 
 
 @bp.get(BANK + "/stats")
@@ -109,25 +92,19 @@ def stats(bank_id: str):
     """Counts of the bank as the caller sees it: live units (total and per Hindsight fact
     type and RCLL kind), links, documents, pending and failed operations."""
     check_bank_id(bank_id)
-    with services().pool.connection() as conn:
-        banks.get(conn, bank_id)
-        s = documents.stats(conn, bank_id, visible=_visible(bank_id))
+    s = services().banks.stats(principal(), bank_id)
     by_type: dict[str, int] = {}
     for kind, n in s["units_by_kind"].items():
         t = hs.KIND_TYPE.get(kind, "world")
         by_type[t] = by_type.get(t, 0) + n
     ops = s["operations_by_state"]
-    status: dict[str, int] = {}
-    from rcll.store.jobs import HINDSIGHT_STATUS
-
-    for state, n in ops.items():
-        status[HINDSIGHT_STATUS.get(state, state)] = status.get(HINDSIGHT_STATUS.get(state, state), 0) + n
     return jsonify({
         "bank_id": bank_id, "total_nodes": s["units"], "total_links": s["links"],
         "total_documents": s["documents"], "nodes_by_fact_type": by_type,
         "links_by_link_type": s["links_by_type"], "links_by_fact_type": {},
         "links_breakdown": {}, "pending_operations": ops.get("queued", 0) + ops.get("running", 0),
-        "failed_operations": ops.get("failed", 0), "operations_by_status": status,
+        "failed_operations": ops.get("failed", 0),
+        "operations_by_status": s["operations_by_status"],
         "operations_by_state": ops, "units_by_kind": s["units_by_kind"],
         "last_memory_write_at": s["last_write_at"]})
 
@@ -139,9 +116,7 @@ def get_config(bank_id: str):
     """``{bank_id, config, overrides}``: ``config`` is what applies (the deployment's
     recall and retain settings, the bank's profile), ``overrides`` what the bank stores."""
     check_bank_id(bank_id)
-    with services().pool.connection() as conn:
-        row = banks.get(conn, bank_id)
-    return jsonify(_config(row))
+    return jsonify(_config(services().banks.get(principal(), bank_id)))
 
 
 @bp.patch(BANK + "/config")
@@ -155,12 +130,7 @@ def patch_config(bank_id: str):
     if set(body) != {"updates"} or not isinstance(updates, dict):
         raise APIError(400, "invalid_request", 'body must be {"updates": {...}}')
     name, cfg = hs.bank_update(updates)
-    with services().pool.connection() as conn:
-        banks.get(conn, bank_id)
-        row, _ = banks.upsert(conn, bank_id, name, cfg)
-        audit.record(conn, principal().member_id, "bank.update", bank_id,
-                     details={"fields": sorted(cfg)})
-    return jsonify(_config(row))
+    return jsonify(_config(services().banks.update_config(principal(), bank_id, name, cfg)))
 
 
 @bp.delete(BANK + "/config")
@@ -170,12 +140,7 @@ def reset_config(bank_id: str):
     """Drop the bank's stored overrides (mission, background, disposition, Hindsight
     settings); the name stays."""
     check_bank_id(bank_id)
-    with services().pool.connection() as conn:
-        banks.get(conn, bank_id)
-        row = conn.execute("UPDATE memory_banks SET config = '{}'::jsonb WHERE id = %s "
-                           "RETURNING *", (bank_id,)).fetchone()
-        audit.record(conn, principal().member_id, "bank.config_reset", bank_id)
-    return jsonify(_config(row))
+    return jsonify(_config(services().banks.reset_config(principal(), bank_id)))
 
 
 def _config(row: dict) -> dict:
@@ -329,8 +294,7 @@ def reflect(bank_id: str):
     params, _, _ = hs.recall_body(params)
     q = RecallQuery.model_validate(params)
     found = svc.cascade.recall(bank_id, q, principal()).to_json()["results"]
-    with svc.pool.connection() as conn:
-        mission = (banks.get(conn, bank_id)["config"] or {}).get("mission")
+    mission = (svc.banks.get(principal(), bank_id)["config"] or {}).get("mission")
     ans = run_reflect(svc.llm, req.query, found, context=req.context, mission=mission,
                       max_tokens=req.max_tokens)
     u = ans.usage

@@ -385,6 +385,18 @@ class AccessService:
                 "member_id": member_id, "role": row["role"], "purposes": list(row["purposes"])})
         return grant_json(row)
 
+    # --- audit log ------------------------------------------------------------------------
+    def audit(self, by: Principal, bank_id: str, *, action: str | None = None,
+              actor: str | None = None, unit_id: str | None = None, limit: int = 50,
+              offset: int = 0) -> tuple[list[dict], int]:
+        """One page of the bank's audit entries, newest first (an admin of the bank),
+        filtered by ``action``, ``actor`` and ``unit_id`` (exact); ``(rows, total)``
+        (:func:`rcll.store.audit.list`)."""
+        by.require(bank_id, "admin")
+        with self.read_pool.connection() as conn:
+            return audit.list(conn, bank_id, action=action, actor=actor, unit_id=unit_id,
+                              limit=limit, offset=offset)
+
     # --- who am I ------------------------------------------------------------------------
     def whoami(self, by: Principal) -> dict:
         """``{member_id, is_admin, bootstrap, key_id, default_purposes, grants: [{bank_id,

@@ -190,10 +190,7 @@ def grants_revoke(svc, member_id: str, bank: str) -> None:
 @_with_service
 def audit_cmd(svc, bank: str, action: str | None, limit: int, as_json: bool) -> None:
     """A bank's audit log, newest first."""
-    from rcll.store import audit
-
-    with svc.pool.connection() as conn:
-        rows, _ = audit.list(conn, bank, action=action, limit=limit)
+    rows, _ = svc.access.audit(_actor(), bank, action=action, limit=limit)
     _table([{**r, "details": json.dumps(r["details"])} for r in rows],
            ["at", "actor", "action", "unit_id", "details"], as_json)
 

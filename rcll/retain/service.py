@@ -19,10 +19,10 @@ from rcll.access.principal import BANK_AUDIENCE, DEFAULT_PURPOSES, Principal
 from rcll.access.purposes import unit_access
 from rcll.config import Settings
 from rcll.errors import Rejected
-from rcll.retain import pipeline, stages
+from rcll.retain import stages
 from rcll.retain.models import RetainItem
 from rcll.retain.pipeline import RetainContext
-from rcll.retain.submit import submit_retain
+from rcll.retain.submit import send_after_commit, submit_retain
 from rcll.store import audit, jobs
 from rcll.validation import clean_text
 
@@ -160,14 +160,9 @@ class RetainService:
                 created = jobs.requeue_failed_enqueue(conn, job_id)
         if created:
             if async_:
-                try:
-                    self.enqueue(stages.first().task_name, job_id)
-                except Exception as exc:
-                    pipeline.fail(self.context(), job_id, f"enqueue failed: {exc}")
-                    log.warning("enqueue of job %s failed: %s", job_id, exc)  # not in the body
-                    raise Rejected(503, "queue_unavailable",
-                                   "could not enqueue the job; retry later with the same key",
-                                   {"operation_id": job_id}) from exc
+                send_after_commit(self.enqueue, self.context, stages.first().task_name, job_id,
+                                  message="could not enqueue the job; retry later with the "
+                                          "same key")
             else:
                 stages.run_sync(self.context(), job_id)
         with self.pool.connection() as conn:

@@ -1,17 +1,30 @@
-"""Accept a retain request: create the bank on first use and store a queued job.
-
-The API calls this, commits, then enqueues the job id (enqueue after commit, STYLE §7).
+"""Accept a request that makes a job: store the queued job (a retain job creates the bank
+on first use), record it in the audit log, commit, then enqueue the job id (enqueue after
+commit, STYLE §7). :func:`submit_job` is that protocol for every job-making service
+(closets, …); the retain service uses :func:`submit_retain` and :func:`send_after_commit`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from psycopg import Connection
 
+from rcll.errors import Rejected
 from rcll.retain.models import RetainItem
-from rcll.store import banks, jobs
+from rcll.store import audit, banks, jobs
+
+if TYPE_CHECKING:
+    from psycopg_pool import ConnectionPool
+
+    from rcll.access.principal import Principal
+    from rcll.retain.pipeline import RetainContext
+
+log = logging.getLogger(__name__)
 
 RETAIN_JOB = "retain"
 
@@ -35,3 +48,49 @@ def submit_retain(conn: Connection, bank_id: str, items: list[RetainItem],
     return jobs.create(conn, bank_id, RETAIN_JOB, payload, {"items": len(items)},
                        idempotency_key, request_hash=digest, submitted_by=actor,
                        scopes=jobs.item_scopes(payload))
+
+
+def accepted(job: dict, principal: Principal | None) -> dict:
+    """The answer to a request that made a job: ``{operation_id, status, operation}``
+    (``operation``: :func:`rcll.access.jobs.job_json` for ``principal``; ``None``: an
+    internal caller, shown whole)."""
+    from rcll.access.jobs import job_json
+    from rcll.access.principal import Principal  # noqa: F811 (a name at run time too)
+
+    return {"operation_id": str(job["id"]), "status": job["state"],
+            "operation": job_json(principal or Principal.unrestricted(), job)}
+
+
+def send_after_commit(enqueue: Callable[[str, str], None], context: Callable[[], RetainContext],
+                      task_name: str, job_id: str, *, what: str = "job",
+                      message: str = "could not enqueue the job; retry later",
+                      details: dict | None = None) -> None:
+    """Send a committed job's first step with ``enqueue(task_name, job_id)`` (STYLE §7:
+    enqueue after commit, pass the id). When the queue refuses it the job is ended
+    ``failed`` (``enqueue failed: …``) and 503 ``queue_unavailable`` is raised with
+    ``details`` (default ``{"operation_id": job_id}``); the cause goes to the log only."""
+    try:
+        enqueue(task_name, job_id)
+    except Exception as exc:
+        from rcll.retain import pipeline
+
+        log.warning("enqueue of %s %s failed: %s", what, job_id, exc)  # not in the body
+        pipeline.fail(context(), job_id, f"enqueue failed: {exc}")
+        raise Rejected(503, "queue_unavailable", message,
+                       details if details is not None else {"operation_id": job_id}) from exc
+
+
+def submit_job(pool: ConnectionPool, enqueue: Callable[[str, str], None],
+               context: Callable[[], RetainContext], task_name: str,
+               create: Callable[[Connection], dict], *, actor: str | None, action: str,
+               bank_id: str, details: dict | None = None, what: str = "job") -> dict:
+    """The job protocol of every request that hands work to the queue: in one transaction
+    ``create(conn)`` stores the job row and an audit entry ``action`` records it (details
+    ``operation_id`` plus ``details``); after the commit the job is sent
+    (:func:`send_after_commit`). Returns the job row as created."""
+    with pool.connection() as conn, conn.transaction():
+        job = create(conn)
+        audit.record(conn, actor, action, bank_id, None,
+                     {"operation_id": str(job["id"]), **(details or {})})
+    send_after_commit(enqueue, context, task_name, str(job["id"]), what=what)
+    return job

@@ -69,6 +69,16 @@ def upsert(conn: Connection, bank_id: str, name: str | None = None,
     return row, created
 
 
+def reset_config(conn: Connection, bank_id: str) -> dict:
+    """Drop every stored override of the bank (``config = '{}'``); the name stays. The bank
+    row after it. Raises :class:`BankNotFound`."""
+    row = conn.execute("UPDATE memory_banks SET config = '{}'::jsonb WHERE id = %s "
+                       "RETURNING *", (bank_id,)).fetchone()
+    if row is None:
+        raise BankNotFound(f"bank {bank_id!r} does not exist", {"bank_id": bank_id})
+    return row
+
+
 def list_all(conn: Connection) -> list[dict]:
     """Every bank with its unit count, newest first."""
     total = conn.execute("SELECT count(*) AS n FROM memory_banks").fetchone()["n"]

@@ -1,0 +1,1 @@
+"""Memory banks: the bank service (create, profile, config, stats, list, delete)."""

@@ -1,0 +1,1 @@
+"""Memory Worth feedback: outcomes recorded per unit (spec §3, §5)."""
