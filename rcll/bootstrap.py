@@ -62,6 +62,13 @@ class Services:
         return AccessService(self.pool, self.read_pool, self.settings)
 
     @cached_property
+    def operations(self):
+        """Jobs as callers see them (:class:`rcll.operations.service.OperationService`)."""
+        from rcll.operations.service import OperationService
+
+        return OperationService(self)
+
+    @cached_property
     def documents(self):
         """Documents and bank contents (:class:`rcll.documents.service.DocumentService`)."""
         from rcll.documents.service import DocumentService

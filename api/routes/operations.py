@@ -15,10 +15,6 @@ from api.openapi import doc
 from api.paging import page_body, page_params
 from api.schemas import check_bank_id
 from rcll import api_types as T
-from rcll.access.jobs import job_json, job_visible
-from rcll.access.visibility import unit_filter
-from rcll.errors import JobNotFound
-from rcll.store import banks, item_errors, jobs
 
 bp = Blueprint("operations", __name__)
 STATES = ("queued", "running", "succeeded", "failed", "partial")
@@ -35,23 +31,7 @@ def operation(bank_id: str, operation_id: str):
     idempotency key it is 404 ``operation_not_found`` — as a key nobody used (the key is
     the hidden submitter's own text)."""
     check_bank_id(bank_id)
-    who = principal()
-    with services().pool.connection() as conn:
-        try:
-            job = jobs.get(conn, operation_id, bank_id)
-        except JobNotFound:  # Hindsight's caller-chosen operation_id is the idempotency key
-            row = conn.execute("SELECT id FROM jobs WHERE bank_id = %s AND idempotency_key = %s",
-                               (bank_id, operation_id)).fetchone()
-            if row is None:
-                raise
-            job = jobs.get(conn, row["id"], bank_id)
-            if not job_visible(who, job):
-                raise
-        rows, total = [], 0
-        if job_visible(who, job):
-            rows, total = item_errors.list_for_job(  # raw replies only about units it sees
-                conn, str(job["id"]), visible=unit_filter(who, bank_id, alias="vu"))
-    return jsonify(job_json(who, job, [item_errors.to_json(r) for r in rows], total))
+    return jsonify(services().operations.get(principal(), bank_id, operation_id))
 
 
 @bp.get("/v1/default/banks/<bank_id>/operations")
@@ -61,11 +41,8 @@ def bank_operations(bank_id: str):
     """One page of a bank's jobs, newest first: ``?state=&limit=&offset=``."""
     check_bank_id(bank_id)
     state, (limit, offset) = _state(), page_params()
-    with services().pool.connection() as conn:
-        banks.get(conn, bank_id)
-        rows, total = jobs.list_page(conn, bank_id, state, limit, offset)
-    who = principal()
-    body = page_body("operations", [job_json(who, j) for j in rows], limit, offset, total)
+    rows, total = services().operations.list_bank(principal(), bank_id, state, limit, offset)
+    body = page_body("operations", rows, limit, offset, total)
     body["bank_id"] = bank_id
     return jsonify(body)
 
@@ -77,15 +54,11 @@ def all_jobs():
     """One page of the jobs of the banks the caller may read (every bank for a deployment
     admin), newest first: ``?bank_id=&state=&limit=&offset=``."""
     bank_id = request.args.get("bank_id")
-    who = principal()
     if bank_id is not None:
         check_bank_id(bank_id)
-        who.require(bank_id, "read")
     state, (limit, offset) = _state(), page_params()
-    only = None if who.is_admin else sorted(b for b in who.grants if who.can(b, "read"))
-    with services().pool.connection() as conn:
-        rows, total = jobs.list_page(conn, bank_id, state, limit, offset, bank_ids=only)
-    return jsonify(page_body("jobs", [job_json(who, j) for j in rows], limit, offset, total))
+    rows, total = services().operations.list_all(principal(), bank_id, state, limit, offset)
+    return jsonify(page_body("jobs", rows, limit, offset, total))
 
 
 HINDSIGHT_FILTER = {"pending": "queued", "processing": "running", "completed": "succeeded",

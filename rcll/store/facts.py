@@ -10,6 +10,7 @@ from datetime import datetime
 from psycopg import Connection
 from psycopg.types.json import Jsonb
 
+from rcll.access.visibility import rule_sql
 from rcll.llm.client import LLMUsage
 
 LINK_TYPES = ("temporal", "semantic", "entity", "causal", "derived_from", "about", "supersedes")
@@ -47,14 +48,14 @@ def recent_facts(conn: Connection, bank_id: str, limit: int, audience: str = "ba
     nor is superseded by one."""
     if limit <= 0:
         return []
+    seen, params = rule_sql("mu", member=audience, purposes=None, prefix="rf")
     return conn.execute(
-        """SELECT id, text FROM memory_units
-           WHERE bank_id = %s AND origin = 'derived' AND kind <> 'summary'
-             AND invalidated_reason IS NULL AND superseded_by_id IS NULL
-             AND (audience = 'bank' OR audience = %s)
-             AND (%s::text[] IS NULL OR purposes @> %s::text[])
-           ORDER BY created_at DESC, id DESC LIMIT %s""",
-        (bank_id, audience, purposes, purposes, limit)).fetchall()
+        f"""SELECT id, text FROM memory_units mu
+            WHERE bank_id = %(bank)s AND origin = 'derived' AND kind <> 'summary'
+              AND invalidated_reason IS NULL AND superseded_by_id IS NULL AND {seen}
+              AND (%(need)s::text[] IS NULL OR purposes @> %(need)s::text[])
+            ORDER BY created_at DESC, id DESC LIMIT %(limit)s""",
+        {**params, "bank": bank_id, "need": purposes, "limit": limit}).fetchall()
 
 
 def insert_derived(conn: Connection, *, bank_id: str, document_id, chunk_id, chunk_hash: str,

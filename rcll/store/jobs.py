@@ -91,6 +91,13 @@ def get(conn: Connection, job_id: str | UUID, bank_id: str | None = None) -> dic
     return row
 
 
+def by_idempotency_key(conn: Connection, bank_id: str, key: str) -> dict | None:
+    """The public view of ``bank_id``'s job created under idempotency ``key``, or ``None``."""
+    row = conn.execute("SELECT id FROM jobs WHERE bank_id = %s AND idempotency_key = %s",
+                       (bank_id, key)).fetchone()
+    return None if row is None else get(conn, row["id"], bank_id)
+
+
 def payload(conn: Connection, job_id: str) -> tuple[dict, list] | None:
     """``(job, raw items)`` for a worker, or ``None`` when the job is gone (bank deleted)."""
     row = conn.execute(

@@ -1,0 +1,1 @@
+"""Operations (jobs) as their callers see them (:mod:`rcll.operations.service`)."""
