@@ -43,7 +43,7 @@ from rcll.bootstrap import Services
 from rcll.errors import InvalidInput, RCLLError, Rejected
 from rcll.retain.models import RetainItem
 from rcll.retain.service import RetainService
-from rcll.retain.submit import accepted
+from rcll.retain.submit import retain_answer
 from rcll.search import session_context as sc
 from rcll.search.models import RecallQuery
 
@@ -138,7 +138,7 @@ def retain(rt: Runtime, principal: Principal, bank_id: str, items: list[dict], s
     """The retain of ``POST …/memories``: require ``write``, validate ``items`` as
     :class:`~rcll.retain.models.RetainItem`, submit the job (run here when ``sync``, at most
     :data:`SYNC_MAX_ITEMS` items: 400 ``sync_batch_too_large``). Returns the HTTP route's
-    answer ``{success, bank_id, items_count, async, operation_id, status, operation}``."""
+    answer (:func:`rcll.retain.submit.retain_answer`)."""
     principal.require(bank_id, "write")
     svc = rt.retain
     svc.check_item_count(len(items))
@@ -150,8 +150,7 @@ def retain(rt: Runtime, principal: Principal, bank_id: str, items: list[dict], s
     parsed = [RetainItem.model_validate(i) for i in items]
     job, _ = svc.retain(bank_id, parsed, async_=not sync, idempotency_key=key,
                         principal=principal)
-    return {"success": job["state"] != "failed", "bank_id": bank_id, "items_count": len(parsed),
-            "async": not sync, **accepted(job, principal)}
+    return retain_answer(bank_id, job, len(parsed), not sync, principal)
 
 
 def context(rt: Runtime, principal: Principal, bank_id: str, purpose: str | None,

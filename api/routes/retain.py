@@ -12,7 +12,7 @@ from api.deps import json_body, retain_service
 from api.openapi import doc
 from api.schemas import RetainRequest, check_bank_id
 from rcll import api_types as T
-from rcll.access.jobs import job_json
+from rcll.retain.submit import retain_answer
 
 bp = Blueprint("retain", __name__)
 
@@ -59,11 +59,7 @@ def _retain(bank_id: str, hindsight: bool):
     # the service writes the audit entry of a new job (a repeated key is not a new action)
     job, _ = svc.retain(bank_id, req.items, async_=req.async_, idempotency_key=key,
                         principal=principal())
-    op = job_json(principal(), job)
-    answer = {"success": job["state"] != "failed", "bank_id": bank_id,
-              "items_count": len(req.items), "async": req.async_, "operation_id": str(job["id"]),
-              "operation_ids": [str(job["id"])], "status": op["status"], "state": job["state"],
-              "operation": op}
+    answer = retain_answer(bank_id, job, len(req.items), req.async_, principal())
     if hindsight:
         answer["ignored_fields"] = ignored
     return jsonify(answer), 202 if req.async_ and not hindsight else 200

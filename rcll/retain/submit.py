@@ -61,6 +61,20 @@ def accepted(job: dict, principal: Principal | None) -> dict:
             "operation": job_json(principal or Principal.unrestricted(), job)}
 
 
+def retain_answer(bank_id: str, job: dict, items_count: int, async_: bool,
+                  principal: Principal | None) -> dict:
+    """The answer to a retain request, the same over HTTP and MCP: ``{success, bank_id,
+    items_count, async, operation_id, operation_ids, status (Hindsight's), state (RCLL's),
+    operation}`` (``operation``: :func:`rcll.access.jobs.job_json` for ``principal``)."""
+    from rcll.access.jobs import job_json
+    from rcll.access.principal import Principal  # noqa: F811 (a name at run time too)
+
+    op = job_json(principal or Principal.unrestricted(), job)
+    return {"success": job["state"] != "failed", "bank_id": bank_id, "items_count": items_count,
+            "async": async_, "operation_id": str(job["id"]), "operation_ids": [str(job["id"])],
+            "status": op["status"], "state": job["state"], "operation": op}
+
+
 def send_after_commit(enqueue: Callable[[str, str], None], context: Callable[[], RetainContext],
                       task_name: str, job_id: str, *, what: str = "job",
                       message: str = "could not enqueue the job; retry later",

@@ -36,10 +36,14 @@ async def verb_flow(session: ClientSession, bank: str) -> dict:
     r = await ok(session, "memory_retain", bank_id=bank, sync=True,
                  content="The staging database is restored every Friday at 18:00.",
                  document_id="ops/staging")
-    assert r["status"] == "succeeded" and r["async"] is False and r["items_count"] == 1
+    assert r["state"] == "succeeded" and r["async"] is False and r["items_count"] == 1
+    # the HTTP retain answer's shape (rcll.retain.submit.retain_answer): Hindsight's status
+    assert set(r) == {"success", "bank_id", "items_count", "async", "operation_id",
+                      "operation_ids", "status", "state", "operation"}, r
+    assert r["status"] == "completed" and r["operation_ids"] == [r["operation_id"]]
     queued = await ok(session, "memory_retain", bank_id=bank,
                       items=[{"content": "Quarterly review moved to room 4B."}])
-    assert queued["status"] == "queued" and queued["operation_id"]
+    assert queued["state"] == "queued" and queued["operation_id"]
 
     # recall finds the retained unit (cold tier: the full pipeline)
     rec = await ok(session, "memory_recall", bank_id=bank, query="when is staging restored?",
