@@ -61,6 +61,16 @@ def allows(audience: str | None, unit_purposes: Sequence[str] | None, *, member:
     return purposes is None or bool(set(purposes).intersection(unit_purposes or ()))
 
 
+def audience_mask(audiences, member: str | None):
+    """The audience half of :func:`allows` over a NumPy array of audiences (tier 1 scores a
+    bank's hot units at once): a boolean array, all true for ``member`` ``None``."""
+    import numpy as np
+
+    if member is None:
+        return np.ones(len(audiences), dtype=bool)
+    return (audiences == BANK_AUDIENCE) | (audiences == member)
+
+
 @dataclass(frozen=True)
 class Rule:
     """The rule bound to one caller on one bank: ``member`` (``None``: every audience) and

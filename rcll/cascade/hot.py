@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import redis
 
+from rcll.access.visibility import audience_mask
 from rcll.cascade.activation import base_level
 from rcll.cascade.hits import TierHit  # noqa: F401  (re-exported: tier 1 returns it)
 
@@ -354,9 +355,8 @@ class HotTier:
                 mask &= cache.rooms[:n] == scope.room
             if scope.hall:
                 mask &= cache.halls[:n] == scope.hall
-            if not scope.all_audiences:
-                aud = cache.audiences[:n]
-                mask &= (aud == "bank") | (aud == (scope.member_id or ""))
+            if scope.rule.member is not None:  # the rule's audience half, vectorized
+                mask &= audience_mask(cache.audiences[:n], scope.rule.member)
             if scope.purpose is not None:
                 bit = cache.purpose_bit.get(scope.purpose)
                 if bit is None:
