@@ -407,6 +407,11 @@ class DocumentListItem(_Open):
     memory_unit_count: int | None = None
     document_metadata: dict[str, Any] | None = None
     tags: list[str] | None = None
+    revision: int | None = Field(None, description="RCLL: versions applied to this lineage")
+    audience: str | None = Field(None, description="RCLL: the lineage's audience ('bank' or a "
+                                 "member id; a document is one lineage per audience and "
+                                 "purpose set, README 'Retain')")
+    purposes: list[str] | None = Field(None, description="RCLL: the lineage's purposes (sorted)")
 
 
 class ListDocumentsResponse(_Open):
@@ -424,6 +429,8 @@ class DocumentResponse(DocumentListItem):
     updated_at: str
     memory_unit_count: int
     nodes_by_fact_type: dict[str, int] | None = None
+    lineages: int | None = Field(None, description="RCLL: how many lineages of this id the "
+                                 "caller sees (this answer is its own first, then the newest)")
 
 
 class DeleteDocumentResponse(_Open):
