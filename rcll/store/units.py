@@ -91,8 +91,10 @@ def apply_version(conn: Connection, bank_id: str, job_id: str, version: Document
     ``document_revision`` on all of them, and invalidates (``document_replaced``, history
     kept) every other live unit of the lineage. A unit's ``audience`` and ``purposes`` are
     never changed here: they are the lineage's (part of its key), or narrower where a
-    lifecycle verb narrowed one unit. Another lineage of the same document id — another
-    audience or purpose set — is never read or written.
+    lifecycle verb narrowed one unit — such a unit no longer belongs to the lineage's
+    versions: a later version (perhaps another member's, who cannot see it) never revives,
+    rewrites or replaces it. Another lineage of the same document id — another audience or
+    purpose set — is never read or written.
     """
     aud, purposes = version.audience, canonical_purposes(version.purposes)
     doc = conn.execute(
@@ -155,26 +157,34 @@ def apply_version(conn: Connection, bank_id: str, job_id: str, version: Document
                      tags = EXCLUDED.tags, document_revision = EXCLUDED.document_revision,
                      chunk_id = EXCLUDED.chunk_id
                  WHERE memory_units.forgotten_at IS NULL
+                   AND memory_units.audience = EXCLUDED.audience
+                   AND memory_units.purposes @> EXCLUDED.purposes
+                   AND memory_units.purposes <@ EXCLUDED.purposes
                RETURNING (xmax = 0) AS inserted""",
             (bank_id, doc_uuid, chunk["id"], d.chunk_hash, job_id, d.kind, d.text, d.context,
              d.room, d.hall, d.layer, d.mentioned_at, Jsonb(d.metadata), d.tags, d.token_count,
              revision, aud, list(version.purposes)),
         ).fetchone()
         created += bool(row and row["inserted"])
-        forgotten += row is None  # the unit was forgotten on request: it stays a tombstone
+        if row is None:  # forgotten on request (a tombstone stays), or narrowed (left alone)
+            forgotten += conn.execute(
+                "SELECT forgotten_at IS NOT NULL AS f FROM memory_units WHERE bank_id = %s "
+                "AND document_id = %s AND chunk_hash = %s",
+                (bank_id, doc_uuid, d.chunk_hash)).fetchone()["f"]
     if not doc["inserted"]:  # a new document has no other units
         # derived units (facts) stay live while the chunk they derive from is in this version
         hashes = [d.chunk_hash for d in drafts]
         left += [str(r["id"]) for r in conn.execute(
             """UPDATE memory_units mu SET invalidated_reason = 'document_replaced'
                WHERE mu.document_id = %s AND mu.invalidated_reason IS NULL
+                 AND mu.audience = %s AND mu.purposes @> %s AND mu.purposes <@ %s
                  AND NOT (mu.chunk_hash = ANY(%s))
                  AND NOT (mu.origin = 'derived' AND EXISTS (
                      SELECT 1 FROM memory_links l JOIN memory_units c ON c.id = l.to_unit
                      WHERE l.from_unit = mu.id AND l.type = 'derived_from'
                        AND c.document_id = mu.document_id AND c.chunk_hash = ANY(%s)))
                RETURNING mu.id""",
-            (doc_uuid, hashes, hashes),
+            (doc_uuid, aud, purposes, purposes, hashes, hashes),
         ).fetchall()]
     return VersionResult(created, len(drafts) - created, False, revision, tuple(left),
                          forgotten)
