@@ -70,7 +70,9 @@ def create(conn: Connection, bank_id: str, kind: str, payload: list, counts: dic
     if stored is not None and request_hash is not None and stored != request_hash:
         raise Rejected(409, "idempotency_key_reused",
                        "this Idempotency-Key was used for a different request; use a new key",
-                       {"operation_id": str(existing["id"])})
+                       # the first job's id only to its own submitter: never another member's
+                       {"operation_id": str(existing["id"])}
+                       if existing["submitted_by"] == submitted_by else {})
     return existing, False
 
 

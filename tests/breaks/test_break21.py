@@ -117,3 +117,62 @@ def test_same_text_after_narrowing_gives_retainer_its_unit(api, trio):
     _, op = _narrowed_then_same_text(api, trio)
     assert units(api, trio, "c").get(X), "C's retained memory is missing"
     assert (op["counts"]["units_created"], op["counts"]["units_skipped"]) == (1, 0), op
+
+
+M1 = "Medication: Ilse takes 20 mg of propranolol before flights."
+M2 = "Medication list cleared."
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "unit_access (rcll/access/purposes.py) lets a writer name purposes it is not granted, "
+    "so C's retain lands in A's (bank, med, bank, [personal]) lineage and replaces it; "
+    "tests/access/test_permission_matrix_shared.py expects exactly that (same lineage). "
+    "Fix is a policy choice: refuse a write whose audience/purposes the writer could not "
+    "read (403 purpose_not_granted, via visibility.unit_visible) and update that matrix"))
+def test_writer_cannot_replace_lineage_of_ungranted_purpose(api, trio, auth_services):
+    """A retains document ``med`` for the bank with purpose ``personal``; C (granted only
+    ``assist``, so it can never see it) retains ``med`` for the bank naming ``personal``
+    with other text. A's unit must stay live and readable — C may not replace (hide,
+    rewrite) a document it cannot see, and C's job must not report anything about it."""
+    t = trio
+    retain(api, t, "a", content=M1, document_id="med", purposes=["personal"])
+    [mine] = units(api, t, "a")[M1]
+    assert read(api, t, "c", mine["id"]).status_code == 404
+    r = api.post(f"/v1/default/banks/{t['bank']}/memories",
+                 json={"items": [{"content": M2, "document_id": "med",
+                                  "purposes": ["personal"]}], "async": False},
+                 headers=bearer(t["kc"]))
+    assert db_unit(auth_services, mine["id"])["invalidated_reason"] is None, r.get_json()
+    assert [u["id"] for u in units(api, t, "a").get(M1, [])] == [mine["id"]]
+    d = api.get(f"/v1/default/banks/{t['bank']}/documents/med", headers=bearer(t["ka"]))
+    assert d.get_json()["original_text"] == M1
+
+
+def _same_key(api, t):
+    key = f"weekly-{t['tag']}"
+    body = lambda text: {"items": [{"content": text}], "async": False}
+    r = api.post(f"/v1/default/banks/{t['bank']}/memories", json=body(M1),
+                 headers=bearer(t["ka"]) | {"Idempotency-Key": key})
+    assert r.status_code == 200, r.get_json()
+    return r.get_json()["operation_id"], api.post(
+        f"/v1/default/banks/{t['bank']}/memories", json=body(X),
+        headers=bearer(t["kc"]) | {"Idempotency-Key": key})
+
+
+def test_reused_key_answer_names_no_other_members_operation(api, trio):
+    """A retains under Idempotency-Key ``k``; C sends another item under ``k``. The 409 must
+    not hand C the id of A's operation."""
+    a_op, r = _same_key(api, trio)
+    assert a_op not in r.get_data(as_text=True), r.get_json()
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "idempotency keys are unique per bank (jobs ON CONFLICT (bank_id, idempotency_key)), not "
+    "per writer: scoping them by submitted_by needs a migration of the unique index (and "
+    "tests/breaks/test_leaks.py::test_idempotency_key_of_another_member expects the 409)"))
+def test_idempotency_key_of_another_member(api, trio):
+    """C's write under a key A already used must be stored as C's own job: a 409 loses C's
+    write and tells C that some member used ``k`` in this bank (a key nobody used
+    succeeds: an oracle)."""
+    _, r = _same_key(api, trio)
+    assert r.status_code == 200, r.get_json()
