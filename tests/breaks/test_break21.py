@@ -176,3 +176,21 @@ def test_idempotency_key_of_another_member(api, trio):
     succeeds: an oracle)."""
     _, r = _same_key(api, trio)
     assert r.status_code == 200, r.get_json()
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "correct lets any writer who sees a unit set its audience to itself "
+    "(rules.check_audience checks only who may name which audience, not whose unit it "
+    "is): a policy choice — e.g. narrowing only to an audience every current reader is in, "
+    "or only by the unit's writer — outside one function"))
+def test_other_member_cannot_take_a_bank_unit_private(api, trio):
+    """A retains a line for the whole bank (``assist``, so C sees it); C corrects the unit's
+    audience to C. A (and Z) must still see A's memory — C may not take it for itself."""
+    t = trio
+    retain(api, t, "a", content=X, purposes=["assist"])
+    [mine] = units(api, t, "a")[X]
+    rev = read(api, t, "c", mine["id"]).get_json()["revision"]
+    api.patch(f"/banks/{t['bank']}/units/{mine['id']}",
+              json={"revision": rev, "audience": t["c"]}, headers=bearer(t["kc"]))
+    assert read(api, t, "a", mine["id"]).status_code == 200
+    assert read(api, t, "z", mine["id"]).status_code == 200
