@@ -190,6 +190,61 @@ def apply_version(conn: Connection, bank_id: str, job_id: str, version: Document
                          forgotten)
 
 
+def move_to_lineage(conn: Connection, unit_id: str) -> str | None:
+    """Move a document unit whose audience or purposes changed (a lifecycle verb) into the
+    lineage of its new visibility (:mod:`rcll.identity`): the documents row of (bank,
+    document id, its audience, its purposes) — made from the old one's document-level
+    values when new — and a copy of its chunk there. So the old lineage's next version
+    (perhaps another member's, who cannot see the unit) neither touches it nor skips a
+    chunk of the same text for it. The old lineage's row and chunk go when nothing is left
+    in them. In the caller's transaction. Returns the new lineage's id, or ``None`` when the
+    unit has no document, is already in its lineage, or the lineage holds that chunk key
+    already (the unit then stays where it is)."""
+    row = conn.execute(
+        """SELECT u.bank_id, u.audience, u.purposes, u.chunk_hash, u.chunk_id,
+                  d.id AS doc, d.document_id, d.audience AS d_audience, d.purposes AS d_purposes,
+                  d.content_hash, d.metadata, d.tags, d.context, d.mentioned_at,
+                  d.version_seq, d.version_item, c.index AS c_index, c.text AS c_text
+           FROM memory_units u JOIN documents d ON d.id = u.document_id
+           LEFT JOIN chunks c ON c.id = u.chunk_id WHERE u.id = %s""", (unit_id,)).fetchone()
+    if row is None:
+        return None
+    purposes = canonical_purposes(row["purposes"])
+    if (row["audience"], purposes) == (row["d_audience"], list(row["d_purposes"])):
+        return None
+    doc = conn.execute(
+        """INSERT INTO documents (bank_id, document_id, audience, purposes, content_hash,
+                                  metadata, tags, context, mentioned_at, revision,
+                                  version_seq, version_item)
+           VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, 1, %s, %s)
+           ON CONFLICT (bank_id, document_id, audience, purposes)
+             DO UPDATE SET bank_id = documents.bank_id
+           RETURNING id""",
+        (row["bank_id"], row["document_id"], row["audience"], purposes, row["content_hash"],
+         Jsonb(row["metadata"]), row["tags"], row["context"], row["mentioned_at"],
+         row["version_seq"], row["version_item"])).fetchone()["id"]
+    if conn.execute("SELECT 1 FROM memory_units WHERE bank_id = %s AND document_id = %s "
+                    "AND chunk_hash = %s", (row["bank_id"], doc, row["chunk_hash"])).fetchone():
+        return None
+    chunk = None
+    if row["chunk_id"] is not None:
+        chunk = conn.execute(
+            """INSERT INTO chunks (document_id, index, text, content_hash) VALUES (%s, %s, %s, %s)
+               ON CONFLICT (document_id, content_hash) DO UPDATE SET index = chunks.index
+               RETURNING id""",
+            (doc, row["c_index"], row["c_text"], row["chunk_hash"])).fetchone()["id"]
+    conn.execute("UPDATE memory_units SET document_id = %s, chunk_id = %s WHERE id = %s",
+                 (doc, chunk, unit_id))
+    if row["chunk_id"] is not None:
+        conn.execute("""DELETE FROM chunks c WHERE c.id = %s AND NOT EXISTS (
+                            SELECT 1 FROM memory_units u WHERE u.chunk_id = c.id)""",
+                     (row["chunk_id"],))
+    conn.execute("""DELETE FROM documents d WHERE d.id = %s AND NOT EXISTS (
+                        SELECT 1 FROM memory_units u WHERE u.document_id = d.id)""",
+                 (row["doc"],))
+    return str(doc)
+
+
 def count_for_job(conn: Connection, job_id: str) -> int:
     """Units a job created, over all its attempts."""
     return conn.execute("SELECT count(*) AS n FROM memory_units WHERE job_id = %s",

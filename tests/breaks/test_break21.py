@@ -1,4 +1,4 @@
-"""Issue 21 attacks (helper break21): members A (write, every purpose), C (write, ``assist``
+"""Issue 21 attacks (helper break21): members A (admin, every purpose), C (write, ``assist``
 only) and Z (read, every purpose) of one shared bank, auth on, real PostgreSQL and Redis,
 sync retains through the HTTP routes. Each test is one finding: a member's memory lost,
 taken over or shown to someone who may not see it, or an oracle between hidden and
@@ -20,7 +20,8 @@ def trio(api):
     tag = uuid.uuid4().hex[:8]
     bank = f"b21-{tag}"
     out = {"bank": bank, "tag": tag}
-    for name, role, purposes in (("a", "write", ALL), ("c", "write", ["assist"]),
+    # A is the bank's admin: making a bank-wide memory private takes that role
+    for name, role, purposes in (("a", "admin", ALL), ("c", "write", ["assist"]),
                                  ("z", "read", ALL)):
         member = f"{name}{tag}"
         out[name] = member
@@ -106,11 +107,6 @@ def test_narrowed_unit_not_rewritten_by_same_text(api, trio, auth_services):
         ["mine"], {"owner": "a"}, trio["a"])
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a unit narrowed by correct stays in its old lineage's documents row and keeps the "
-    "chunk key, and units are unique on (bank, document, chunk key): the lineage cannot "
-    "hold C's unit of the same text. Fix: correct moves a narrowed document unit to the "
-    "lineage of its new audience/purposes (lifecycle + store, not one function)"))
 def test_same_text_after_narrowing_gives_retainer_its_unit(api, trio):
     """C's retain of the same text must create a unit C sees (its job reports a new unit,
     never a skip that tells C the text exists under an audience it cannot see)."""
@@ -123,12 +119,6 @@ M1 = "Medication: Ilse takes 20 mg of propranolol before flights."
 M2 = "Medication list cleared."
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "unit_access (rcll/access/purposes.py) lets a writer name purposes it is not granted, "
-    "so C's retain lands in A's (bank, med, bank, [personal]) lineage and replaces it; "
-    "tests/access/test_permission_matrix_shared.py expects exactly that (same lineage). "
-    "Fix is a policy choice: refuse a write whose audience/purposes the writer could not "
-    "read (403 purpose_not_granted, via visibility.unit_visible) and update that matrix"))
 def test_writer_cannot_replace_lineage_of_ungranted_purpose(api, trio, auth_services):
     """A retains document ``med`` for the bank with purpose ``personal``; C (granted only
     ``assist``, so it can never see it) retains ``med`` for the bank naming ``personal``
@@ -142,6 +132,7 @@ def test_writer_cannot_replace_lineage_of_ungranted_purpose(api, trio, auth_serv
                  json={"items": [{"content": M2, "document_id": "med",
                                   "purposes": ["personal"]}], "async": False},
                  headers=bearer(t["kc"]))
+    assert (r.status_code, r.get_json()["error"]["code"]) == (403, "purpose_not_granted")
     assert db_unit(auth_services, mine["id"])["invalidated_reason"] is None, r.get_json()
     assert [u["id"] for u in units(api, t, "a").get(M1, [])] == [mine["id"]]
     d = api.get(f"/v1/default/banks/{t['bank']}/documents/med", headers=bearer(t["ka"]))
@@ -166,10 +157,6 @@ def test_reused_key_answer_names_no_other_members_operation(api, trio):
     assert a_op not in r.get_data(as_text=True), r.get_json()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "idempotency keys are unique per bank (jobs ON CONFLICT (bank_id, idempotency_key)), not "
-    "per writer: scoping them by submitted_by needs a migration of the unique index (and "
-    "tests/breaks/test_leaks.py::test_idempotency_key_of_another_member expects the 409)"))
 def test_idempotency_key_of_another_member(api, trio):
     """C's write under a key A already used must be stored as C's own job: a 409 loses C's
     write and tells C that some member used ``k`` in this bank (a key nobody used
@@ -178,11 +165,6 @@ def test_idempotency_key_of_another_member(api, trio):
     assert r.status_code == 200, r.get_json()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "correct lets any writer who sees a unit set its audience to itself "
-    "(rules.check_audience checks only who may name which audience, not whose unit it "
-    "is): a policy choice — e.g. narrowing only to an audience every current reader is in, "
-    "or only by the unit's writer — outside one function"))
 def test_other_member_cannot_take_a_bank_unit_private(api, trio):
     """A retains a line for the whole bank (``assist``, so C sees it); C corrects the unit's
     audience to C. A (and Z) must still see A's memory — C may not take it for itself."""
@@ -190,7 +172,16 @@ def test_other_member_cannot_take_a_bank_unit_private(api, trio):
     retain(api, t, "a", content=X, purposes=["assist"])
     [mine] = units(api, t, "a")[X]
     rev = read(api, t, "c", mine["id"]).get_json()["revision"]
-    api.patch(f"/banks/{t['bank']}/units/{mine['id']}",
-              json={"revision": rev, "audience": t["c"]}, headers=bearer(t["kc"]))
+    r = api.patch(f"/banks/{t['bank']}/units/{mine['id']}",
+                  json={"revision": rev, "audience": t["c"]}, headers=bearer(t["kc"]))
+    assert (r.status_code, r.get_json()["error"]["code"]) == (403, "narrowing_not_allowed")
+    for body in ({"revision": rev, "purposes": ["operate"]},):  # dropping a purpose too
+        r = api.patch(f"/banks/{t['bank']}/units/{mine['id']}", json=body,
+                      headers=bearer(t["kc"]))
+        assert r.status_code == 403, r.get_json()
+    r = api.post(f"/banks/{t['bank']}/units/{mine['id']}/supersede",
+                 json={"revision": rev, "text": "Mine now.", "audience": t["c"]},
+                 headers=bearer(t["kc"]))
+    assert (r.status_code, r.get_json()["error"]["code"]) == (403, "narrowing_not_allowed")
     assert read(api, t, "a", mine["id"]).status_code == 200
     assert read(api, t, "z", mine["id"]).status_code == 200
