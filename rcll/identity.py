@@ -8,7 +8,9 @@ part of its identity, and so is a chunk's place among equal chunks of its docume
   Two members who retain the same document id — or, without a document id, the same text,
   whose id is then :func:`content_document_id` — with different audiences or purposes get
   two documents, and neither write can hide, rewrite or reveal the other's units. A reader
-  sees the lineages the visibility rule lets it see; a delete removes exactly those.
+  sees the lineages the visibility rule lets it see; a delete removes exactly those. A
+  document unit whose audience or purposes a lifecycle verb changes moves to the lineage of
+  its new visibility (:func:`rcll.store.units.move_to_lineage`).
 - **Chunk identity.** Within a document version a chunk is identified by its text and by
   its occurrence among equal texts (:func:`chunk_keys`): the first ``NOTICE`` paragraph and
   the second are two chunks, so a document with repeated sections reads back whole and in

@@ -22,7 +22,7 @@ bp = Blueprint("retain", __name__)
 @doc({200: T.RetainAnswer}, body=C.HindsightRetainRequest,
     errors={400: ['unsupported_hindsight_value', 'sync_batch_too_large', 'invalid_idempotency_key',
     'unknown_member', 'unknown_purpose', 'invalid_purposes', 'invalid_audience'],
-    403: ['audience_not_allowed'], 409: ['idempotency_key_reused'], 413: ['too_many_items',
+    403: ['audience_not_allowed', 'purpose_not_granted'], 409: ['idempotency_key_reused'], 413: ['too_many_items',
     'item_too_large'], 503: ['queue_unavailable']})
 def retain_hindsight(bank_id: str):
     """Hindsight's retain: its fields mapped by :func:`api.hindsight.retain_body`
@@ -35,7 +35,7 @@ def retain_hindsight(bank_id: str):
 @requires("write")
 @doc({202: T.RetainAnswer, 200: T.RetainAnswer}, body=RetainRequest,
     errors={400: ['sync_batch_too_large', 'invalid_idempotency_key', 'unknown_member', 'unknown_purpose',
-    'invalid_purposes', 'invalid_audience'], 403: ['audience_not_allowed'], 409: ['idempotency_key_reused'],
+    'invalid_purposes', 'invalid_audience'], 403: ['audience_not_allowed', 'purpose_not_granted'], 409: ['idempotency_key_reused'],
     413: ['too_many_items', 'item_too_large'], 503: ['queue_unavailable']})
 def retain(bank_id: str):
     """RCLL's retain: RCLL's fields only; 202 for an async request, 200 when done."""

@@ -104,7 +104,7 @@ def derive_unit(bank_id: str):
 @requires("write")
 @doc({200: T.Unit}, body=CorrectBody,
     errors={400: ['invalid_unit_id', 'unknown_purpose', 'invalid_purposes', 'invalid_audience',
-    'unknown_member'], 403: ['audience_not_allowed'], 413: ['unit_too_long'], 404: ['unit_not_found'],
+    'unknown_member'], 403: ['audience_not_allowed', 'narrowing_not_allowed'], 413: ['unit_too_long'], 404: ['unit_not_found'],
     409: ['revision_conflict', 'unit_forgotten']})
 def correct_unit(bank_id: str, unit_id: str):
     """Correct text or fields at ``revision`` → 200; 409 ``revision_conflict``."""
@@ -119,7 +119,7 @@ def correct_unit(bank_id: str, unit_id: str):
 @requires("write")
 @doc({201: T.SupersedeAnswer}, body=SupersedeBody,
     errors={400: ['invalid_unit_id', 'unknown_purpose', 'invalid_purposes', 'invalid_audience',
-    'unknown_member'], 403: ['audience_not_allowed'], 413: ['unit_too_long'], 404: ['unit_not_found'],
+    'unknown_member'], 403: ['audience_not_allowed', 'narrowing_not_allowed'], 413: ['unit_too_long'], 404: ['unit_not_found'],
     409: ['revision_conflict', 'already_superseded', 'unit_forgotten']})
 def supersede_unit(bank_id: str, unit_id: str):
     """Replace the unit with a new one → 201 ``{superseded, unit}``; 409

@@ -58,9 +58,11 @@ def unit_access(principal: Principal | None, bank_id: str, audience: str | None,
     configured set ``known`` for an internal call, ``principal`` None). A writer may name
     ``'bank'`` or its own member id; only a deployment admin (or an internal call) may name
     another member. Purposes must be a non-empty subset of ``known`` (duplicates dropped,
-    order kept). Raises :class:`~rcll.errors.Rejected`: 400 ``unknown_purpose``, 400
-    ``invalid_purposes`` (empty), 400 ``invalid_audience`` (not a member id's shape), 403
-    ``audience_not_allowed``.
+    order kept) holding at least one purpose granted to ``principal`` on ``bank_id`` — a
+    writer writes only what it may read (:mod:`rcll.access.visibility`). Raises
+    :class:`~rcll.errors.Rejected`: 400 ``unknown_purpose``, 400 ``invalid_purposes``
+    (empty), 400 ``invalid_audience`` (not a member id's shape), 403
+    ``audience_not_allowed``, 403 ``purpose_not_granted``.
     """
     aud = BANK_AUDIENCE if audience is None else audience
     if aud != BANK_AUDIENCE:
@@ -77,6 +79,9 @@ def unit_access(principal: Principal | None, bank_id: str, audience: str | None,
     if purposes is None:
         chosen = list(principal.default_purposes) if principal is not None else list(known)
         chosen = [p for p in chosen if p in known] or [known[0]]
+        if principal is not None and not principal.all_audiences and not (
+                set(chosen) & set(principal.purposes(bank_id))):  # defaults it cannot read
+            chosen = [p for p in principal.purposes(bank_id) if p in known] or chosen
     else:
         chosen = list(dict.fromkeys(purposes))
         if not chosen:
@@ -85,6 +90,15 @@ def unit_access(principal: Principal | None, bank_id: str, audience: str | None,
         bad = [p for p in chosen if p not in known]
         if bad:
             raise unknown_purpose(bad, known)
+    if principal is not None and not principal.all_audiences:
+        granted = principal.purposes(bank_id)
+        if not set(chosen) & set(granted):
+            # a writer writes only what it may read: a unit no purpose of its grant reaches
+            # would land in a lineage it cannot see, and could replace another member's
+            raise Rejected(403, "purpose_not_granted",
+                           "a writer may retain only units it may read: name at least one "
+                           f"purpose granted to this key on bank {bank_id!r}",
+                           {"purposes": chosen, "granted": list(granted)})
     return aud, chosen
 
 

@@ -10,7 +10,7 @@ from rcll.errors import InvalidInput
 from rcll.lifecycle import indexing, rules
 from rcll.lifecycle.context import LifecycleContext
 from rcll.lifecycle.models import UnitFields, parse_changes
-from rcll.store import audit, memories, unit_edits
+from rcll.store import audit, memories, unit_edits, units
 
 
 def correct(ctx: LifecycleContext, principal: Principal, bank_id: str, unit_id: str,
@@ -21,10 +21,14 @@ def correct(ctx: LifecycleContext, principal: Principal, bank_id: str, unit_id: 
     ``correct`` waits, then sees the new revision and loses), keep the current revision as
     history, update with ``WHERE revision = %s``, and when the text changed replace its
     vector, entity mentions (and add the new entity/temporal/semantic links); an audit entry
-    ``correct`` (details: ``from_revision``, ``to_revision``, ``fields``). After the commit
+    ``correct`` (details: ``from_revision``, ``to_revision``, ``fields``); a document unit
+    whose audience or purposes changed moves to the lineage of its new visibility
+    (:func:`rcll.store.units.move_to_lineage`). After the commit
     the unit leaves tier 1 and the bank's cues are forgotten. Returns the unit JSON.
 
-    Raises 403 ``forbidden`` / ``audience_not_allowed``, 400 ``invalid_request`` (no change,
+    Raises 403 ``forbidden`` / ``audience_not_allowed`` / ``narrowing_not_allowed`` (a
+    bank-wide unit made visible to fewer members by a non-admin,
+    :func:`rcll.lifecycle.rules.check_narrowing`), 400 ``invalid_request`` (no change,
     bad fields), ``unknown_purpose``, 404 ``unit_not_found`` (missing or invisible), 409
     ``revision_conflict`` (details ``current_revision``), 409 ``unit_forgotten``, 413
     ``unit_too_long``.
@@ -51,11 +55,16 @@ def correct(ctx: LifecycleContext, principal: Principal, bank_id: str, unit_id: 
             ch["audience"] = rules.check_audience(conn, principal, ch["audience"])
         if "purposes" in ch:
             ch["purposes"] = rules.check_purposes(ch["purposes"], ctx.purposes)
+        if "audience" in ch or "purposes" in ch:
+            rules.check_narrowing(principal, bank_id, row, ch.get("audience", row["audience"]),
+                                  ch.get("purposes", row["purposes"]))
         unit_edits.keep_revision(conn, row, principal.member_id)
         new_rev = unit_edits.update(conn, uid, revision, ch,
                                     prepared.tokens if prepared else None)
         if new_rev is None:  # unreachable under the row lock; kept as the SQL guard's answer
             rules.check_revision(unit_edits.lock(conn, bank_id, uid), revision + 1)
+        if "audience" in ch or "purposes" in ch:  # a document unit follows its visibility
+            units.move_to_lineage(conn, uid)
         if prepared is not None and ch["text"] != row["text"]:
             unit_edits.delete_embeddings(conn, uid)
             unit_edits.clear_mentions(conn, uid)

@@ -77,6 +77,27 @@ def unit_id(value: str) -> str:
     return parse_unit_id(str(value))
 
 
+class NarrowingNotAllowed(Forbidden):
+    code = "narrowing_not_allowed"
+
+
+def check_narrowing(principal: Principal, bank_id: str, old: dict, audience: str,
+                    purposes) -> None:
+    """A bank-wide memory belongs to the bank: making it visible to fewer members — an
+    audience other than ``'bank'``, or dropping one of its purposes — by ``correct`` or
+    ``supersede`` takes the ``admin`` role on the bank (a writer who sees a bank unit could
+    otherwise take it for itself). A unit of one member's audience is that member's to
+    narrow. Raises :class:`NarrowingNotAllowed` (403 ``narrowing_not_allowed``)."""
+    if old["audience"] != BANK_AUDIENCE:
+        return
+    narrower = audience != BANK_AUDIENCE or not set(old["purposes"]) <= set(purposes)
+    if narrower and not principal.can(bank_id, "admin"):
+        raise NarrowingNotAllowed(
+            "only an admin of the bank may make a bank-wide memory visible to fewer members",
+            {"audience": audience, "purposes": list(purposes),
+             "from": {"audience": old["audience"], "purposes": list(old["purposes"])}})
+
+
 def check_audience(conn, principal: Principal, audience: str) -> str:
     """The audience a write by ``principal`` may set: ``'bank'`` or the caller's own member
     id; another member's id only for a deployment admin (or auth off), and only an existing

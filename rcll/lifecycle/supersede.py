@@ -26,7 +26,8 @@ def supersede(ctx: LifecycleContext, principal: Principal, bank_id: str, unit_id
     entry ``supersede`` (on the old unit, details ``new_unit_id``). After the commit the
     old unit leaves tier 1. Returns ``{"superseded": old unit JSON, "unit": new unit JSON}``.
 
-    Raises 403 ``forbidden`` / ``audience_not_allowed``, 400 ``invalid_request`` /
+    Raises 403 ``forbidden`` / ``audience_not_allowed`` / ``narrowing_not_allowed``
+    (:func:`rcll.lifecycle.rules.check_narrowing`), 400 ``invalid_request`` /
     ``unknown_purpose``, 404 ``unit_not_found``, 409 ``revision_conflict`` (details
     ``current_revision``), 409 ``already_superseded`` (details ``superseded_by_id``), 409
     ``unit_forgotten``, 413 ``unit_too_long``.
@@ -45,6 +46,7 @@ def supersede(ctx: LifecycleContext, principal: Principal, bank_id: str, unit_id
                 {"unit_id": uid, "superseded_by_id": str(old["superseded_by_id"]),
                  "current_revision": old["revision"]})
         audience, purposes = resolve_access(conn, ctx, principal, u, inherit=old)
+        rules.check_narrowing(principal, bank_id, old, audience, purposes)
         f = {k: (getattr(u, k) if k in u.model_fields_set else old[k]) for k in INHERITED}
         room, hall = ctx.classifier.classify(u.text, f["room"], f["hall"])
         new_id = unit_edits.insert(

@@ -47,10 +47,12 @@ class OperationService:
             try:
                 job = jobs.get(conn, operation_id, bank_id)
             except JobNotFound:
-                found = jobs.by_idempotency_key(conn, bank_id, operation_id)
-                if found is None or not job_visible(principal, found):
+                found = [j for j in jobs.by_idempotency_key(conn, bank_id, operation_id,
+                                                             principal.member_id)
+                         if job_visible(principal, j)]
+                if not found:
                     raise
-                job = found
+                job = found[0]
             rows, total = [], 0
             if job_visible(principal, job):
                 rows, total = item_errors.list_for_job(

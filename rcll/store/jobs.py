@@ -45,7 +45,8 @@ def create(conn: Connection, bank_id: str, kind: str, payload: list, counts: dic
     """Insert a queued job; ``(job, created)``. ``submitted_by``: the submitting member's id
     (None: auth off, internal); ``scopes``: its items' :func:`item_scopes` (``[]``: no member
     items; None: unknown, the content is then shown to no member) — what
-    :func:`rcll.access.jobs.job_visible` decides by. An existing idempotency key returns its job
+    :func:`rcll.access.jobs.job_visible` decides by. Idempotency keys are the submitter's own
+    (unique per bank and ``submitted_by``, migration 0024). An existing key returns its job
     when ``request_hash`` matches the one stored with it; a different request under the same
     key raises :class:`~rcll.errors.Rejected` ``409 idempotency_key_reused`` (the first
     request's job stays as it was; the semantics of Stripe's and the IETF draft's
@@ -54,7 +55,8 @@ def create(conn: Connection, bank_id: str, kind: str, payload: list, counts: dic
         f"""INSERT INTO jobs (bank_id, kind, payload, counts, idempotency_key, request_hash,
                               submitted_by, item_scopes)
             VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
-            ON CONFLICT (bank_id, idempotency_key) DO NOTHING
+            ON CONFLICT (bank_id, submitted_by, idempotency_key)
+              WHERE idempotency_key IS NOT NULL DO NOTHING
             RETURNING {PUBLIC_COLUMNS}""",
         (bank_id, kind, Jsonb(payload), Jsonb(counts), idempotency_key, request_hash,
          submitted_by, None if scopes is None else Jsonb(scopes)),
@@ -63,8 +65,9 @@ def create(conn: Connection, bank_id: str, kind: str, payload: list, counts: dic
         return row, True
     existing = conn.execute(
         f"""SELECT {PUBLIC_COLUMNS}, request_hash FROM jobs
-            WHERE bank_id = %s AND idempotency_key = %s""",
-        (bank_id, idempotency_key),
+            WHERE bank_id = %s AND submitted_by IS NOT DISTINCT FROM %s
+              AND idempotency_key = %s""",
+        (bank_id, submitted_by, idempotency_key),
     ).fetchone()
     stored = existing.pop("request_hash")
     if stored is not None and request_hash is not None and stored != request_hash:
@@ -91,11 +94,15 @@ def get(conn: Connection, job_id: str | UUID, bank_id: str | None = None) -> dic
     return row
 
 
-def by_idempotency_key(conn: Connection, bank_id: str, key: str) -> dict | None:
-    """The public view of ``bank_id``'s job created under idempotency ``key``, or ``None``."""
-    row = conn.execute("SELECT id FROM jobs WHERE bank_id = %s AND idempotency_key = %s",
-                       (bank_id, key)).fetchone()
-    return None if row is None else get(conn, row["id"], bank_id)
+def by_idempotency_key(conn: Connection, bank_id: str, key: str,
+                       submitted_by: str | None = None) -> list[dict]:
+    """The public views of ``bank_id``'s jobs created under idempotency ``key`` (one per
+    submitter), ``submitted_by``'s own first, then the newest."""
+    rows = conn.execute(
+        """SELECT id FROM jobs WHERE bank_id = %s AND idempotency_key = %s
+           ORDER BY submitted_by IS NOT DISTINCT FROM %s DESC, created_at DESC, id""",
+        (bank_id, key, submitted_by)).fetchall()
+    return [get(conn, r["id"], bank_id) for r in rows]
 
 
 def payload(conn: Connection, job_id: str) -> tuple[dict, list] | None:

@@ -91,8 +91,10 @@ def apply_version(conn: Connection, bank_id: str, job_id: str, version: Document
     ``document_revision`` on all of them, and invalidates (``document_replaced``, history
     kept) every other live unit of the lineage. A unit's ``audience`` and ``purposes`` are
     never changed here: they are the lineage's (part of its key), or narrower where a
-    lifecycle verb narrowed one unit. Another lineage of the same document id — another
-    audience or purpose set — is never read or written.
+    lifecycle verb narrowed one unit — such a unit no longer belongs to the lineage's
+    versions: a later version (perhaps another member's, who cannot see it) never revives,
+    rewrites or replaces it. Another lineage of the same document id — another audience or
+    purpose set — is never read or written.
     """
     aud, purposes = version.audience, canonical_purposes(version.purposes)
     doc = conn.execute(
@@ -155,29 +157,92 @@ def apply_version(conn: Connection, bank_id: str, job_id: str, version: Document
                      tags = EXCLUDED.tags, document_revision = EXCLUDED.document_revision,
                      chunk_id = EXCLUDED.chunk_id
                  WHERE memory_units.forgotten_at IS NULL
+                   AND memory_units.audience = EXCLUDED.audience
+                   AND memory_units.purposes @> EXCLUDED.purposes
+                   AND memory_units.purposes <@ EXCLUDED.purposes
                RETURNING (xmax = 0) AS inserted""",
             (bank_id, doc_uuid, chunk["id"], d.chunk_hash, job_id, d.kind, d.text, d.context,
              d.room, d.hall, d.layer, d.mentioned_at, Jsonb(d.metadata), d.tags, d.token_count,
              revision, aud, list(version.purposes)),
         ).fetchone()
         created += bool(row and row["inserted"])
-        forgotten += row is None  # the unit was forgotten on request: it stays a tombstone
+        if row is None:  # forgotten on request (a tombstone stays), or narrowed (left alone)
+            forgotten += conn.execute(
+                "SELECT forgotten_at IS NOT NULL AS f FROM memory_units WHERE bank_id = %s "
+                "AND document_id = %s AND chunk_hash = %s",
+                (bank_id, doc_uuid, d.chunk_hash)).fetchone()["f"]
     if not doc["inserted"]:  # a new document has no other units
         # derived units (facts) stay live while the chunk they derive from is in this version
         hashes = [d.chunk_hash for d in drafts]
         left += [str(r["id"]) for r in conn.execute(
             """UPDATE memory_units mu SET invalidated_reason = 'document_replaced'
                WHERE mu.document_id = %s AND mu.invalidated_reason IS NULL
+                 AND mu.audience = %s AND mu.purposes @> %s AND mu.purposes <@ %s
                  AND NOT (mu.chunk_hash = ANY(%s))
                  AND NOT (mu.origin = 'derived' AND EXISTS (
                      SELECT 1 FROM memory_links l JOIN memory_units c ON c.id = l.to_unit
                      WHERE l.from_unit = mu.id AND l.type = 'derived_from'
                        AND c.document_id = mu.document_id AND c.chunk_hash = ANY(%s)))
                RETURNING mu.id""",
-            (doc_uuid, hashes, hashes),
+            (doc_uuid, aud, purposes, purposes, hashes, hashes),
         ).fetchall()]
     return VersionResult(created, len(drafts) - created, False, revision, tuple(left),
                          forgotten)
+
+
+def move_to_lineage(conn: Connection, unit_id: str) -> str | None:
+    """Move a document unit whose audience or purposes changed (a lifecycle verb) into the
+    lineage of its new visibility (:mod:`rcll.identity`): the documents row of (bank,
+    document id, its audience, its purposes) — made from the old one's document-level
+    values when new — and a copy of its chunk there. So the old lineage's next version
+    (perhaps another member's, who cannot see the unit) neither touches it nor skips a
+    chunk of the same text for it. The old lineage's row and chunk go when nothing is left
+    in them. In the caller's transaction. Returns the new lineage's id, or ``None`` when the
+    unit has no document, is already in its lineage, or the lineage holds that chunk key
+    already (the unit then stays where it is)."""
+    row = conn.execute(
+        """SELECT u.bank_id, u.audience, u.purposes, u.chunk_hash, u.chunk_id,
+                  d.id AS doc, d.document_id, d.audience AS d_audience, d.purposes AS d_purposes,
+                  d.content_hash, d.metadata, d.tags, d.context, d.mentioned_at,
+                  d.version_seq, d.version_item, c.index AS c_index, c.text AS c_text
+           FROM memory_units u JOIN documents d ON d.id = u.document_id
+           LEFT JOIN chunks c ON c.id = u.chunk_id WHERE u.id = %s""", (unit_id,)).fetchone()
+    if row is None:
+        return None
+    purposes = canonical_purposes(row["purposes"])
+    if (row["audience"], purposes) == (row["d_audience"], list(row["d_purposes"])):
+        return None
+    doc = conn.execute(
+        """INSERT INTO documents (bank_id, document_id, audience, purposes, content_hash,
+                                  metadata, tags, context, mentioned_at, revision,
+                                  version_seq, version_item)
+           VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, 1, %s, %s)
+           ON CONFLICT (bank_id, document_id, audience, purposes)
+             DO UPDATE SET bank_id = documents.bank_id
+           RETURNING id""",
+        (row["bank_id"], row["document_id"], row["audience"], purposes, row["content_hash"],
+         Jsonb(row["metadata"]), row["tags"], row["context"], row["mentioned_at"],
+         row["version_seq"], row["version_item"])).fetchone()["id"]
+    if conn.execute("SELECT 1 FROM memory_units WHERE bank_id = %s AND document_id = %s "
+                    "AND chunk_hash = %s", (row["bank_id"], doc, row["chunk_hash"])).fetchone():
+        return None
+    chunk = None
+    if row["chunk_id"] is not None:
+        chunk = conn.execute(
+            """INSERT INTO chunks (document_id, index, text, content_hash) VALUES (%s, %s, %s, %s)
+               ON CONFLICT (document_id, content_hash) DO UPDATE SET index = chunks.index
+               RETURNING id""",
+            (doc, row["c_index"], row["c_text"], row["chunk_hash"])).fetchone()["id"]
+    conn.execute("UPDATE memory_units SET document_id = %s, chunk_id = %s WHERE id = %s",
+                 (doc, chunk, unit_id))
+    if row["chunk_id"] is not None:
+        conn.execute("""DELETE FROM chunks c WHERE c.id = %s AND NOT EXISTS (
+                            SELECT 1 FROM memory_units u WHERE u.chunk_id = c.id)""",
+                     (row["chunk_id"],))
+    conn.execute("""DELETE FROM documents d WHERE d.id = %s AND NOT EXISTS (
+                        SELECT 1 FROM memory_units u WHERE u.document_id = d.id)""",
+                 (row["doc"],))
+    return str(doc)
 
 
 def count_for_job(conn: Connection, job_id: str) -> int:

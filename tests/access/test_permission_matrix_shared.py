@@ -9,7 +9,8 @@ every purpose), ``sh-y`` (read, ``assist`` and ``operate``). Expected per unit: 
 (:mod:`rcll.access.visibility`). A write replaces or reuses an earlier unit only in the
 same lineage (:mod:`rcll.identity`: same audience and purposes); any other change to the
 first writer's unit is a take-over. A delete removes exactly the units its caller sees, and
-is the same 404 as a missing document when it sees none. Figures go to
+is the same 404 as a missing document when it sees none; a write naming only purposes the
+writer is not granted is refused (403 ``purpose_not_granted``). Figures go to
 ``benchmarks/results/permission_matrix.json`` (key ``shared``).
 """
 
@@ -38,7 +39,7 @@ SCENARIOS = [(w1, w2, kind, a1, p1, a2, p2)
              for a1, a2 in itertools.product(("bank", "own"), repeat=2)
              for p1, p2 in itertools.product(("assist", "personal"), repeat=2)]
 SEEN = {"rows": 0, "requests": 0, "unit_checks": 0, "leaks": 0, "missing": 0,
-        "take_overs": 0, "wrong_deletes": 0}
+        "take_overs": 0, "wrong_deletes": 0, "refused": 0}
 
 
 def sees(member: str, aud: str, purposes) -> bool:
@@ -89,13 +90,23 @@ def test_two_writers_meet(api, keys, auth_services, w1, w2, kind, a1, p1, a2, p2
         r = api.post(f"/v1/default/banks/{bank}/memories", headers=bearer(keys[writer]),
                      json={"items": [item], "async": False})
         SEEN["requests"] += 1
+        if not sees(writer, aud, [purpose]):  # a writer writes only what it may read
+            assert (r.status_code, r.get_json()["error"]["code"]) == (
+                403, "purpose_not_granted"), r.get_json()
+            SEEN["refused"] += 1
+            return None
         assert r.status_code == 200 and r.get_json()["state"] == "succeeded", r.get_json()
         return r.get_json()["operation"]
 
-    retain(w1, first, aud1, p1)
+    if retain(w1, first, aud1, p1) is None:
+        assert _units(auth_services, bank) == {}
+        return
     [(u1, before)] = _units(auth_services, bank).items()
     op2 = retain(w2, second, aud2, p2)
     after = _units(auth_services, bank)
+    if op2 is None:  # refused: the first unit is exactly as it was, nothing else stored
+        assert after == {u1: before}
+        return
     same_lineage = (aud1, p1) == (aud2, p2)
     # the first writer's unit: untouched unless the second write is in its lineage
     row = after.get(u1)
@@ -176,8 +187,15 @@ def test_shared_matrix_size_and_no_leaks():
     print(f"\nshared-bank matrix: {len(SCENARIOS)} scenarios, {SEEN['rows']} member rows, "
           f"{SEEN['requests']} requests, {SEEN['unit_checks']} unit checks, "
           f"{SEEN['leaks']} leaks, {SEEN['take_overs']} take-overs, "
-          f"{SEEN['wrong_deletes']} wrong deletes")
-    assert SEEN["rows"] == len(SCENARIOS) * len(MEMBERS)
+          f"{SEEN['wrong_deletes']} wrong deletes, {SEEN['refused']} writes refused "
+          "(purpose not granted to the writer)")
+    # the scenarios where a write is refused (a writer naming a purpose it is not granted)
+    # stop there; every other scenario is read by every member
+    refused_first = sum(1 for w1, _, _, _, p1, _, _ in SCENARIOS
+                        if not sees(w1, "bank", [p1]))
+    stopped = sum(1 for w1, w2, _, _, p1, _, p2 in SCENARIOS
+                  if not sees(w1, "bank", [p1]) or not sees(w2, "bank", [p2]))
+    assert SEEN["rows"] == (len(SCENARIOS) - stopped) * len(MEMBERS), (SEEN, refused_first)
     assert SEEN["leaks"] == SEEN["take_overs"] == SEEN["wrong_deletes"] == SEEN["missing"] == 0
     from tests.access.test_permission_matrix import write_report
 
@@ -186,5 +204,5 @@ def test_shared_matrix_size_and_no_leaks():
                                        "recall", "units/{id}", "DELETE documents/{id}"],
                             "members": len(MEMBERS), "requests": SEEN["requests"],
                             "unit_checks": SEEN["unit_checks"], "leaks": SEEN["leaks"],
-                            "take_overs": SEEN["take_overs"],
+                            "take_overs": SEEN["take_overs"], "refused_writes": SEEN["refused"],
                             "wrong_deletes": SEEN["wrong_deletes"]})
