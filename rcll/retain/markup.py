@@ -10,9 +10,9 @@ data rows, and prose keeps its words.
 
 A line is *markup only* when, outside a fenced code block (```` ``` ```` / ``~~~``, kept
 whole), it is made only of :data:`MARKUP_CHARS` and whitespace, or only of Markdown links
-and images and such characters with either two links or more, or links that all point
-inside the page (``#…``), or images without alt text. A single link to another page with
-words in it (a reference) is kept.
+and images and such characters with either two links or images or more, or one link
+within the site (``#top``, ``next.html``: no URL scheme), or images without alt text. A
+single link to an absolute URL with words in it (a reference) is kept.
 """
 
 from __future__ import annotations
@@ -23,7 +23,9 @@ import string
 # ASCII punctuation, box drawing, bullets, dashes, guillemets, no-break and zero-width spaces
 MARKUP_CHARS = frozenset(string.punctuation + "•·◦▪‣–—―…«»‹›¦§¶" + "\u00a0\u200b\ufeff"
                          + "".join(chr(c) for c in range(0x2500, 0x2580)))
-_LINK = re.compile(r"(!?)\[([^\]\n]*)\]\(([^)\n]*)\)")
+_IMAGE = re.compile(r"!\[([^\]\n]*)\]\([^)\n]*\)")
+_LINK = re.compile(r"\[([^\]\n]*)\]\(([^)\n]*)\)")
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _FENCE = re.compile(r"^[ \t]*(```|~~~)")
 
 
@@ -38,15 +40,18 @@ def markup_only_line(line: str) -> bool:
         return False
     if _only_markup(line):
         return True
+    images = len(_IMAGE.findall(line))
+    line = _IMAGE.sub(lambda m: m.group(1), line)  # an image inside a link: its alt text
     links = list(_LINK.finditer(line))
-    if not links or not _only_markup(_LINK.sub("", line)):
+    if not _only_markup(_LINK.sub("", line)):
         return False
-    if len(links) >= 2:
+    if not links:
+        return images > 0 and _only_markup(line)  # images without alt text
+    if len(links) + images >= 2:
         return True
-    image, label, target = links[0].groups()
-    if image:
-        return not label.strip()
-    return target.strip().startswith("#") or _only_markup(label)
+    label, target = links[0].groups()
+    # one link: navigation when it points inside the site (``#top``, ``next.html``)
+    return not _SCHEME.match(target.strip()) or _only_markup(label)
 
 
 def strip_markup(text: str) -> str:
