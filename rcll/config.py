@@ -177,6 +177,10 @@ class Settings(BaseSettings):
     # --- consolidation --------------------------------------------------------------------
     dedup_min_cosine: float = Field(
         0.80, description="Cosine from which two units become a dedup proposal (spec §4.7).")
+    dedup_cluster_min_cosine: float = Field(
+        0.98, description="Cosine from which dedup units are one cluster: N identical or "
+        "near-identical units are one proposal of size N (README \"Semantic links and dedup "
+        "proposals\").")
     dedup_window: int = Field(500, description="Newest live units of a bank a dedup scan compares.")
     dedup_scan_interval_s: float = Field(
         300, description="How often beat enqueues dedup scans of banks with new units.")

@@ -39,7 +39,9 @@ class DecideRequest(BaseModel):
 @requires("read")
 @doc({200: C.DedupPage}, query=C.DedupQuery, paged=True)
 def list_proposals(bank_id: str):
-    """One page of the bank's proposals, highest cosine first: ``?state=&limit=&offset=``."""
+    """One page of the bank's proposals, highest cosine first: ``?state=&limit=&offset=``.
+    Each is a pair (``unit_a``, ``unit_b``) plus its cluster: ``size`` and ``members``
+    (``{id, text, live, superseded_by_id}`` each; a pair is a cluster of 2)."""
     check_bank_id(bank_id)
     state = check_dedup_state(request.args.get("state"))
     limit, offset = page_params()
@@ -63,7 +65,9 @@ def scan_now(bank_id: str):
     errors={404: ['dedup_proposal_not_found', 'unit_not_found'], 409: ['dedup_proposal_decided',
     'dedup_unit_not_live'], 400: ['invalid_proposal_id', 'invalid_unit_id']})
 def decide(bank_id: str, proposal_id: str):
-    """Decide one open proposal; 409 ``dedup_proposal_decided`` with its state if decided."""
+    """Decide one open proposal for all its members (a cluster's N units: ``merge`` keeps
+    one, supersedes the rest); the proposal plus ``merged_unit_ids``. 409
+    ``dedup_proposal_decided`` with its state if decided."""
     check_bank_id(bank_id)
     body = DecideRequest.model_validate(json_body())
     return jsonify(consolidate_service().decide_dedup(principal(), bank_id, proposal_id,

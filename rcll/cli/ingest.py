@@ -1,7 +1,8 @@
 """Folder ingest for ``rcll ingest``: read files into retain items, send them in batches
 bounded by count and bytes, and skip (with the reason) what cannot be taken.
 
-A text file is one item whose ``document_id`` is its path, so re-ingesting a changed file
+A text file (``.txt``, ``.md``, ``.markdown``, and what ``--text-suffix`` /
+``--extensionless-as-text`` add: :func:`read_paths`) is one item whose ``document_id`` is its path, so re-ingesting a changed file
 leaves exactly its latest version live. A file that cannot be read as text (binary, not
 UTF-8, unreadable) or that the server refuses alone (an ``item_too_large`` or invalid item)
 is skipped and reported; everything else is still sent.
@@ -65,10 +66,32 @@ def path_text(p: Path | str) -> str:
     return os.fsencode(p).decode("utf-8", "replace")
 
 
-def read_paths(paths: tuple[str, ...] | list[str]) -> Plan:
-    """Items from files and folders: ``.txt``/``.md``/``.markdown`` files (one item each) and
-    ``.jsonl`` item files (suffixes in any case); document files (:data:`DOCUMENT_SUFFIXES`)
-    go to ``plan.files``. Everything that cannot be taken is listed
+def text_suffixes(values: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """``--text-suffix`` values as suffixes to read as text: lower case with a leading dot
+    (``rst`` → ``.rst``). Raises ``ValueError`` for an empty value, one with a path
+    separator or inner whitespace, and a suffix RCLL already reads another way (``.jsonl``
+    and the document types: :data:`DOCUMENT_SUFFIXES`)."""
+    out = []
+    for v in values:
+        s = v.strip().lower()
+        s = s if s.startswith(".") else f".{s}"
+        if s == "." or "/" in s or "\\" in s or any(c.isspace() for c in s):
+            raise ValueError(f"not a file suffix: {v!r}")
+        if s == ".jsonl" or s in DOCUMENT_SUFFIXES:
+            raise ValueError(f"{s} files are already read as "
+                             f"{'retain items' if s == '.jsonl' else 'documents'}")
+        out.append(s)
+    return tuple(dict.fromkeys(out))
+
+
+def read_paths(paths: tuple[str, ...] | list[str], extra_text: tuple[str, ...] = (),
+               extensionless: bool = False) -> Plan:
+    """Items from files and folders: ``.txt``/``.md``/``.markdown`` files (one item each),
+    files ending in one of ``extra_text`` (:func:`text_suffixes`, e.g. ``.rst``, ``.py``)
+    and, when ``extensionless``, files whose name has no suffix (``README``,
+    ``copyright``) — each one item, read as UTF-8 text and refused when binary or not UTF-8
+    like any text file — and ``.jsonl`` item files (suffixes in any case); document files
+    (:data:`DOCUMENT_SUFFIXES`) go to ``plan.files``. Everything that cannot be taken is listed
     in ``plan.skipped`` with its reason, never silently dropped and never fatal: a file of
     another type, a binary, non-UTF-8, unreadable or empty file, a JSONL line that is not a
     JSON object. Hidden files and folders (a name starting with ``.``, e.g. ``.git``) inside
@@ -85,10 +108,14 @@ def read_paths(paths: tuple[str, ...] | list[str]) -> Plan:
             if suffix in DOCUMENT_SUFFIXES:
                 plan.files.append(f)
                 continue
-            if suffix not in (*TEXT_SUFFIXES, ".jsonl"):
+            as_text = suffix in extra_text or (extensionless and not suffix)
+            if suffix not in (*TEXT_SUFFIXES, ".jsonl") and not as_text:
                 plan.skipped.append(Skipped(str(f), "unsupported file type (.txt, .md, "
                                                     ".markdown, .jsonl, "
-                                                    f"{', '.join(DOCUMENT_SUFFIXES)})"))
+                                                    f"{', '.join(DOCUMENT_SUFFIXES)}; "
+                                                    "--text-suffix SUFFIX or "
+                                                    "--extensionless-as-text take others "
+                                                    "as text)"))
                 continue
             try:
                 text = _read_text(f)

@@ -169,9 +169,18 @@ def beat() -> None:
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option("--bank", required=True, help="Bank to retain into (created on first use).")
 @click.option("--batch-size", default=100, show_default=True)
-def ingest(paths: tuple[str, ...], bank: str, batch_size: int) -> None:
+@click.option("--text-suffix", "text_suffix", multiple=True, metavar="SUFFIX",
+              help="Also read files ending in SUFFIX as plain text, one item each "
+                   "(repeatable: --text-suffix .rst --text-suffix .py; any case, the dot "
+                   "optional). Binary and non-UTF-8 files are still skipped.")
+@click.option("--extensionless-as-text", is_flag=True,
+              help="Also read files whose name has no suffix (README, copyright) as plain "
+                   "text. Binary and non-UTF-8 files are still skipped.")
+def ingest(paths: tuple[str, ...], bank: str, batch_size: int, text_suffix: tuple[str, ...],
+           extensionless_as_text: bool) -> None:
     """Retain text/markdown files, document files (PDF, DOCX, PPTX, XLSX, HTML, EPUB),
-    folders and JSONL item files; show progress until done.
+    folders and JSONL item files; show progress until done. ``--text-suffix`` and
+    ``--extensionless-as-text`` take other files (``.rst``, source, ``README``) as text.
 
     Document files are uploaded and converted on the workers (one operation each; a file that
     cannot be converted fails its operation with the reason). Files that cannot be taken
@@ -181,10 +190,14 @@ def ingest(paths: tuple[str, ...], bank: str, batch_size: int) -> None:
     """
     from rich.progress import Progress
 
-    from rcll.cli.ingest import read_paths, submit, submit_files
+    from rcll.cli.ingest import read_paths, submit, submit_files, text_suffixes
 
+    try:
+        extra = text_suffixes(text_suffix)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--text-suffix") from None
     started = time.monotonic()
-    plan = read_paths(paths)
+    plan = read_paths(paths, extra, extensionless_as_text)
     if not plan.items and not plan.skipped and not plan.files:
         raise click.ClickException("no .txt, .md, .jsonl or document input found")
     client = _client()

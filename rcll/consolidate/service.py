@@ -94,8 +94,9 @@ class ConsolidateService:
 
     def dedup_proposals(self, principal: Principal, bank_id: str, state: str | None,
                         limit: int, offset: int) -> tuple[list[dict], int]:
-        """One page of the bank's proposals (``read``), highest cosine first;
-        ``(rows, total)``."""
+        """One page of the bank's proposals (``read``), highest cosine first (then larger
+        clusters); ``(rows, total)``, rows as :func:`rcll.store.dedup.to_json` (pair fields
+        plus ``size`` and ``members``)."""
         principal.require(bank_id, "read")
         check_dedup_state(state)
         with self.pool.connection() as conn:
@@ -118,13 +119,14 @@ class ConsolidateService:
     def decide_dedup(self, principal: Principal, bank_id: str, proposal_id: str, action: str,
                      keep_unit_id: str | None = None, decided_by: str | None = None) -> dict:
         """Decide one open proposal (``admin``; :func:`rcll.store.dedup.decide`), audited
-        ``dedup.decide``; a merged unit leaves tier 1 after the commit. Returns the
-        proposal; 409 ``dedup_proposal_decided`` if it was decided."""
+        ``dedup.decide``; the merged units leave tier 1 after the commit. Returns the
+        proposal with ``merged_unit_ids`` (a cluster's decision applies to all its
+        members); 409 ``dedup_proposal_decided`` if it was decided."""
         principal.require(bank_id, "admin")
         with self.pool.connection() as conn, conn.transaction():
             out = dedup.decide(conn, bank_id, proposal_id, action, keep_unit_id, decided_by,
                                visible=self._pairs_visible(principal, bank_id))
-            merged = [u["id"] for u in (out["unit_a"], out["unit_b"]) if u["superseded_by_id"]]
+            merged = out["merged_unit_ids"]
             audit.record(conn, principal.member_id, "dedup.decide", bank_id,
                          merged[0] if merged else None,
                          {"proposal_id": out["id"], "action": action, "merged": merged,

@@ -8,7 +8,9 @@ paragraphs, then lines, then sentences, then spaces — and, when none does (a l
 without spaces, CJK text), hard at token boundaries; the pieces are packed back up to the
 limit. Every chunk is at most ``max_tokens`` tokens by ``count`` (and ``MAX_CHARS_PER_TOKEN``
 characters per token), and the chunks together
-hold every non-blank character of the input, in order.
+hold every non-blank character of the input, in order. The write path gives the chunker the
+item's text without its markup-only lines (:func:`rcll.retain.markup.strip_markup`, in
+:func:`rcll.retain.pipeline.drafts_for`): the promise is about that cleaned text.
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from rcll.identity import chunk_keys, content_document_id, sha256
 from rcll.models.embedder import EmbedderHandle, input_stamp
 from rcll.models.tokenizer import TokenCounter
 from rcll.retain.chunking import chunk_text
+from rcll.retain.markup import strip_markup
 from rcll.retain.models import RetainItem
 from rcll.store import embeddings, jobs, units
 from rcll.store.units import UnitDraft
@@ -55,7 +56,13 @@ class RetainContext:
 
 
 def drafts_for(item: RetainItem, ctx: RetainContext) -> list[UnitDraft]:
-    """Chunk and classify one item into unit drafts (no I/O)."""
+    """Chunk and classify one item into unit drafts (no I/O).
+
+    The item's text loses its markup-only lines first (table separator rows, rows of empty
+    cells, rules, link-only navigation: :func:`rcll.retain.markup.strip_markup`); an item made
+    only of markup gives ``[]``. Chunking must then keep every non-blank character of that
+    *cleaned* text — the check is against the cleaned text, not the item's content — else
+    :class:`TextDropped`."""
     out = []
     known: dict[str, int] = {}  # chunking counts tokens already; count each text once
 
@@ -66,10 +73,12 @@ def drafts_for(item: RetainItem, ctx: RetainContext) -> list[UnitDraft]:
         known.update(zip(todo, ctx.tokens.count_many(todo), strict=True))
         return [known[t] for t in texts]
 
-    chunks = chunk_text(item.content, ctx.chunk_max_tokens, count)
-    held, given = _non_blank(chunks), _non_blank([item.content])
+    cleaned = strip_markup(item.content)  # markup is not memory
+    chunks = chunk_text(cleaned, ctx.chunk_max_tokens, count)
+    held, given = _non_blank(chunks), _non_blank([cleaned])
     if held < given:  # chunking promises every non-blank character (rcll.retain.chunking)
-        raise TextDropped(f"chunking kept {held} of the item's {given} non-blank characters")
+        raise TextDropped(f"chunking kept {held} of the item's {given} non-blank characters "
+                          "(after markup-only lines were removed)")
     sizes = count(chunks) if ctx.tokens.exact else [None] * len(chunks)
     keys = chunk_keys(chunks)  # a repeated chunk is a chunk of its own (rcll.identity)
     for i, (text, size, key) in enumerate(zip(chunks, sizes, keys, strict=True)):

@@ -179,3 +179,114 @@ def test_beat_task_scans_banks_with_new_units(client, services, settings, worker
     _retain(client, bank, [{"content": "Uma: the boiler was serviced on Friday.", "document_id": "u1"}])
     with services.pool.connection() as conn:
         assert bank in dedup.banks_due(conn)
+
+
+def _bank_with(services, bank: str, units: list[tuple[str, np.ndarray]]) -> list[str]:
+    with services.pool.connection() as conn, conn.transaction():
+        conn.execute("INSERT INTO memory_banks (id, name) VALUES (%s, %s)", (bank, bank))
+        return [_insert_unit(conn, bank, text, vec, 1000 - i)
+                for i, (text, vec) in enumerate(units)]
+
+
+def _scan_m(services, bank: str) -> dict:
+    with services.pool.connection() as conn, conn.transaction():
+        return dedup.scan(conn, bank, model="m", window=500, min_cosine=0.8)
+
+
+def _state(services, ids: list[str]) -> dict[str, tuple]:
+    with services.pool.connection() as conn:
+        rows = conn.execute("SELECT id, superseded_by_id, invalidated_reason FROM memory_units "
+                            "WHERE id = ANY(%s::uuid[])", (ids,)).fetchall()
+    return {str(r["id"]): (str(r["superseded_by_id"]) if r["superseded_by_id"] else None,
+                           r["invalidated_reason"]) for r in rows}
+
+
+BOILER = "This package is maintained by the Debian Python Team; report bugs to the BTS."
+
+
+def test_five_identical_units_are_one_proposal_of_size_5(client, services):
+    """Issue 22 item 4: 5 identical units were 10 pairs; now 1 proposal, size 5, all
+    members listed; a near-duplicate of another text stays a pair proposal."""
+    bank = "dedup-cluster"
+    rng = np.random.default_rng(22)
+    twin, other = rng.standard_normal(384), rng.standard_normal(384)
+    near = other + 0.35 * rng.standard_normal(384)  # cosine ≈ 0.94: a pair, not a cluster
+    ids = _bank_with(services, bank, [(BOILER, twin)] * 5 + [("Kim moves to Berlin.", other),
+                                                             ("Kim moved to Berlin.", near)])
+    with services.pool.connection() as conn:
+        pairs = dedup.candidate_pairs(conn, bank, model="m")
+    assert len(pairs) == 11  # the old rule: 10 pairs among the 5, and the near pair
+    out = _scan_m(services, bank)
+    assert (out["units_compared"], out["proposals_added"], out["proposals_extended"]) == (7, 2, 0)
+    page = client.get(f"/v1/default/banks/{bank}/dedup-proposals?state=open").get_json()
+    assert page["total"] == 2
+    cluster, pair = page["proposals"]  # cosine 1.0 first
+    assert cluster["size"] == 5 and cluster["cosine"] > 0.999
+    assert [m["id"] for m in cluster["members"]] == sorted(ids[:5])
+    assert all(m["text"] == BOILER and m["live"] for m in cluster["members"])
+    assert {cluster["unit_a"]["id"], cluster["unit_b"]["id"]} <= set(ids[:5])
+    assert pair["size"] == 2 and {m["id"] for m in pair["members"]} == set(ids[5:])
+    assert 0.8 <= pair["cosine"] < 0.98
+    assert _scan_m(services, bank)["proposals_added"] == 0  # a rescan adds nothing
+
+    # a sixth identical unit joins the open cluster: still 1 proposal, now size 6
+    with services.pool.connection() as conn, conn.transaction():
+        ids.append(_insert_unit(conn, bank, BOILER, twin, 0))
+    out = _scan_m(services, bank)
+    assert (out["proposals_added"], out["proposals_extended"]) == (0, 1)
+    got = client.get(f"/v1/default/banks/{bank}/dedup-proposals?state=open").get_json()
+    assert got["total"] == 2 and got["proposals"][0]["id"] == cluster["id"]
+    assert got["proposals"][0]["size"] == 6 and ids[-1] in [m["id"] for m in got["proposals"][0]["members"]]
+
+
+def test_merging_a_cluster_keeps_one_and_supersedes_the_rest(client, services):
+    bank = "dedup-cluster-merge"
+    twin = np.random.default_rng(5).standard_normal(384)
+    ids = _bank_with(services, bank, [(BOILER, twin)] * 5)
+    _scan_m(services, bank)
+    [p] = client.get(f"/v1/default/banks/{bank}/dedup-proposals").get_json()["proposals"]
+    assert p["size"] == 5
+    keep = ids[2]
+    r = client.post(f"/v1/default/banks/{bank}/dedup-proposals/{p['id']}",
+                    json={"action": "merge", "keep_unit_id": keep, "decided_by": "ana"})
+    assert r.status_code == 200, r.get_json()
+    out = r.get_json()
+    assert out["state"] == "merged" and sorted(out["merged_unit_ids"]) == sorted(set(ids) - {keep})
+    state = _state(services, ids)
+    assert state[keep] == (None, None)
+    assert all(state[u] == (keep, "merged_duplicate") for u in ids if u != keep)
+    assert [m["live"] for m in out["members"]].count(True) == 1
+    with services.pool.connection() as conn:
+        links = conn.execute("SELECT from_unit, to_unit FROM memory_links WHERE bank_id = %s "
+                             "AND type = 'supersedes'", (bank,)).fetchall()
+    assert sorted(str(x["to_unit"]) for x in links) == sorted(set(ids) - {keep})
+    assert {str(x["from_unit"]) for x in links} == {keep}
+    # the merged cluster is not proposed again: only the kept unit is live
+    assert _scan_m(services, bank)["proposals_added"] == 0
+    # a keep_unit_id outside the cluster is refused on another cluster
+    ids2 = _bank_with(services, bank + "-2", [(BOILER, twin)] * 3)
+    _scan_m(services, bank + "-2")
+    [p2] = client.get(f"/v1/default/banks/{bank}-2/dedup-proposals").get_json()["proposals"]
+    r = client.post(f"/v1/default/banks/{bank}-2/dedup-proposals/{p2['id']}",
+                    json={"action": "merge", "keep_unit_id": ids[0]})
+    assert r.status_code == 400 and r.get_json()["error"]["code"] == "invalid_request"
+    r = client.post(f"/v1/default/banks/{bank}-2/dedup-proposals/{p2['id']}", json={"action": "keep"})
+    assert r.status_code == 200 and r.get_json()["merged_unit_ids"] == []
+    assert all(v == (None, None) for v in _state(services, ids2).values())
+
+
+def test_markup_only_units_are_never_proposed(client, services):
+    """Units of only markup (stored before the chunker dropped them) share one vector; they
+    are not proposed, and neither is a pair with a real unit."""
+    bank = "dedup-markup"
+    rng = np.random.default_rng(3)
+    sep = rng.standard_normal(384)
+    ids = _bank_with(services, bank, [("| --- | --- |", sep)] * 5
+                     + [("|  |  |", sep), ("* * *\n\n[Top](#top) | [Next](next.html)", sep),
+                        ("| a | b |", sep)])
+    with services.pool.connection() as conn:
+        assert len(dedup.candidate_pairs(conn, bank, model="m")) == 28  # 8 units: 28 pairs
+    out = _scan_m(services, bank)
+    assert out["proposals_added"] == 0
+    assert client.get(f"/v1/default/banks/{bank}/dedup-proposals").get_json()["total"] == 0
+    assert len(ids) == 8
