@@ -14,13 +14,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from api import hindsight as hs
-from api.schemas import BANK_ID, RetainRequest
+from api.schemas import BANK_ID_RULE, RetainRequest
 from rcll.retain.models import RetainItem
 from rcll.search.models import RecallQuery
 
 _STRICT = ConfigDict(extra="forbid")
 _OPEN = ConfigDict(extra="allow")
-BankIdStr = Field(pattern=BANK_ID.pattern)
+BankIdStr = Field(pattern=BANK_ID_RULE)
 JobState = Literal["queued", "running", "succeeded", "failed", "partial"]
 HindsightStatus = Literal["pending", "processing", "completed", "failed"]
 
@@ -36,7 +36,7 @@ class OperationsQuery(BaseModel):
 
 
 class JobsQuery(OperationsQuery):
-    bank_id: str | None = Field(None, pattern=BANK_ID.pattern)
+    bank_id: str | None = Field(None, pattern=BANK_ID_RULE)
 
 
 class RecallGetQuery(BaseModel):
@@ -122,7 +122,7 @@ class AuditQuery(BaseModel):
 
 class TunnelsQuery(BaseModel):
     model_config = _STRICT
-    bank_id: str = Field(pattern=BANK_ID.pattern)
+    bank_id: str = Field(pattern=BANK_ID_RULE)
 
 
 # -- request bodies checked field by field in the views ------------------------------------

@@ -18,6 +18,7 @@ state is ``state``, :data:`rcll.store.jobs.HINDSIGHT_STATUS`).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -27,13 +28,18 @@ from rcll.search.models import KINDS
 
 # -- Hindsight fact types <-> RCLL unit kinds ----------------------------------------------
 # Hindsight's types: world (facts about the world), experience (the agent's own), observation
-# (consolidated). RCLL's kinds (memory_units.kind) map onto them as below.
+# (consolidated), and opinion — a type Hindsight removed and still accepts, matching nothing
+# ("silently ignore for backwards compat", its memory_engine.recall): llamaindex and autogen
+# still send it. RCLL's kinds (memory_units.kind) map onto them as below; every RCLL kind
+# has exactly one Hindsight type (KIND_TYPE), and opinion none.
 TYPE_KINDS: dict[str, tuple[str, ...]] = {
     "world": ("chunk", "fact", "note", "event"),
     "experience": ("decision", "preference"),
     "observation": ("summary",),
+    "opinion": (),
 }
 KIND_TYPE = {k: t for t, ks in TYPE_KINDS.items() for k in ks}
+NO_KINDS: list[str] = []  # the marker of recall_body for types that name no kind
 
 # -- recall budget -------------------------------------------------------------------------
 # Hindsight's ``budget`` (how much search effort) onto RCLL's recipes and result counts; an
@@ -60,7 +66,8 @@ RETAIN_ITEM_FIELDS = {
 }
 RECALL_FIELDS = {
     "types": "honoured: kinds (world: chunk, fact, note, event; experience: decision, "
-             "preference; observation: summary); RCLL kind names are accepted too",
+             "preference; observation: summary; opinion, Hindsight's removed type: none, so "
+             "types naming only opinion answer no results); RCLL kind names are accepted too",
     "budget": "honoured: low = recipe hybrid, limit 20; mid = the default; "
               "high = recipe full, limit 100",
     "min_scores": "honoured for 'final' (results scoring below it are dropped); 'semantic', "
@@ -119,8 +126,9 @@ def _drop_nulls(obj: dict) -> dict:
 
 
 def kinds_for(types: list, field: str = "types") -> list[str]:
-    """RCLL kinds for Hindsight ``types`` (or RCLL kind names). 400 ``invalid_request`` for
-    an unknown name."""
+    """RCLL kinds for Hindsight ``types`` (or RCLL kind names); ``[]`` when they name no
+    kind (``["opinion"]``: the caller must then match nothing, as Hindsight does, never
+    everything). 400 ``invalid_request`` for an unknown name."""
     if not isinstance(types, list) or not all(isinstance(t, str) for t in types):
         raise APIError(400, "invalid_request", f"{field} must be a list of strings",
                        {"field": field})
@@ -188,7 +196,12 @@ def recall_body(body: dict) -> tuple[dict, list[str], float | None]:
     if "types" in body:
         types = body.pop("types")
         if types:
-            body.setdefault("kinds", kinds_for(types))
+            kinds = kinds_for(types)
+            if kinds:
+                body.setdefault("kinds", kinds)
+            elif "kinds" not in body:  # only "opinion": Hindsight answers no results
+                ignored.append("types")
+                body["kinds"] = NO_KINDS
     budget = body.pop("budget", None)
     if budget is not None:
         if not isinstance(budget, str) or budget not in BUDGET:  # a list was a 500
@@ -227,11 +240,44 @@ def recall_body(body: dict) -> tuple[dict, list[str], float | None]:
 
 # -- responses ---------------------------------------------------------------------------
 
+PROVENANCE_KEYS = ("file",)  # RCLL's structured metadata keys (rcll.files.stage: the file)
+
+
+def hindsight_metadata(meta: Any) -> tuple[dict[str, str], dict[str, Any]]:
+    """``(metadata, provenance)`` of a unit's stored metadata for Hindsight's paths, where
+    ``metadata`` is a map of strings (Hindsight's ``RecallResult.metadata`` and
+    ``ReflectFact.metadata`` are ``Dict[str, str]``): string values as they are, RCLL's
+    structured keys (:data:`PROVENANCE_KEYS`: ``file``, an uploaded file's name, type, size,
+    sha256, page or section) moved to ``provenance`` as objects, and any other non-string
+    value as its JSON text (``{"n": 3}`` → ``{"n": "3"}``)."""
+    out: dict[str, str] = {}
+    prov: dict[str, Any] = {}
+    for k, v in (meta or {}).items() if isinstance(meta, dict) else ():
+        if k in PROVENANCE_KEYS and not isinstance(v, str):
+            prov[k] = v
+        elif isinstance(v, str):
+            out[str(k)] = v
+        else:
+            out[str(k)] = json.dumps(v, ensure_ascii=False, separators=(",", ":"),
+                                     sort_keys=True, default=str)
+    return out, prov
+
+
+def with_hindsight_metadata(unit: dict) -> dict:
+    """``unit`` with :func:`hindsight_metadata` applied: ``metadata`` (strings) and
+    ``provenance`` (always present, ``{}`` when the unit has none), whichever tier or route
+    produced it."""
+    meta, prov = hindsight_metadata(unit.get("metadata"))
+    return {**unit, "metadata": meta, "provenance": prov}
+
+
 def recall_result(r: dict) -> dict:
     """A recall result with Hindsight's fields beside RCLL's: ``type`` (from ``kind``),
-    ``entities`` as names (RCLL's ``{id, name}`` objects in ``entity_refs``), and
-    ``scores.semantic`` / ``keyword`` / ``reranker`` (RCLL's dense, lexical, rerank)."""
-    out = dict(r)
+    ``entities`` as names (RCLL's ``{id, name}`` objects in ``entity_refs``),
+    ``scores.semantic`` / ``keyword`` / ``reranker`` (RCLL's dense, lexical, rerank), and
+    ``metadata`` as strings with RCLL's structured provenance in ``provenance``
+    (:func:`with_hindsight_metadata`)."""
+    out = with_hindsight_metadata(r)
     out["type"] = KIND_TYPE.get(r.get("kind"), "world")
     refs = [e for e in (r.get("entities") or []) if isinstance(e, dict)]
     if refs or "entities" in r:
@@ -245,6 +291,15 @@ def recall_result(r: dict) -> dict:
             scores[hs] = scores[ours]
     out["scores"] = scores
     return out
+
+
+def matches_nothing(body: dict) -> bool:
+    """Whether a :func:`recall_body` result asks for no kind at all (pop the marker: the
+    caller runs the recall with every kind, for its access checks, and answers no result)."""
+    if body.get("kinds") is NO_KINDS:
+        body.pop("kinds")
+        return True
+    return False
 
 
 def recall_response(answer: dict, ignored: list[str], floor: float | None) -> dict:

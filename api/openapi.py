@@ -29,11 +29,11 @@ from pydantic import TypeAdapter
 from pydantic.json_schema import GenerateJsonSchema
 
 from api.auth import declared_role, requires
+from rcll.banks.ids import BANK_ID_PATTERN  # the bank id rule (Hindsight's)
 
 DOC_ATTR = "_rcll_doc"
 REF = "#/components/schemas/{model}"
 JSON = "application/json"
-BANK_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"  # api.schemas.BANK_ID
 _ARG = re.compile(r"<(?:[^:>]+:)?([^>]+)>")
 HTTP_REASONS = {200: "OK", 201: "Created", 202: "Accepted", 400: "Bad request",
                 401: "Unauthorized", 403: "Forbidden", 404: "Not found", 409: "Conflict",

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import re
-
 from pydantic import ConfigDict, Field
 
-from api.errors import APIError
+from rcll.banks.ids import BANK_ID_PATTERN
+from rcll.banks.ids import check_bank_id as _check
 from rcll.retain.models import RetainItem
 from rcll.validation import TextModel
 
-BANK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
+BANK_ID_RULE = BANK_ID_PATTERN  # Hindsight's rule: rcll.banks.ids
 
 
 class RetainRequest(TextModel):
@@ -24,9 +23,7 @@ class RetainRequest(TextModel):
 
 
 def check_bank_id(bank_id: str) -> str:
-    """Raise a 400 ``invalid_bank_id`` unless the id is 1–128 of ``[A-Za-z0-9_.:-]``."""
-    if not BANK_ID.fullmatch(bank_id):
-        raise APIError(400, "invalid_bank_id",
-                       "bank_id must be 1-128 characters of letters, digits, '_', '.', ':', '-'",
-                       {"bank_id": bank_id})
-    return bank_id
+    """``bank_id`` when it is a bank id by Hindsight's rule (:mod:`rcll.banks.ids`: 1-256
+    characters, no '/', no control characters, not '.' or '..'); else 400
+    ``invalid_bank_id``."""
+    return _check(bank_id)

@@ -186,8 +186,11 @@ class BridgeAnswer(TypedDict):
 
 @with_config(_OPEN)
 class DeletedBank(TypedDict):
-    """``DELETE /v1/default/banks/{id}``."""
+    """``DELETE /v1/default/banks/{id}`` (``existed: false`` and ``deleted_count: 0`` for a
+    bank that did not exist: Hindsight's answer, 200)."""
 
     success: bool
     bank_id: str
     message: str
+    existed: NotRequired[bool]
+    deleted_count: NotRequired[int]

@@ -37,7 +37,15 @@ def list_banks():
 @requires("admin")
 @doc({200: T.DeletedBank})
 def delete_bank(bank_id: str):
-    """Delete the bank and everything in it (units, vectors, documents, jobs, tier 1)."""
+    """Delete the bank and everything in it (units, vectors, documents, jobs, tier 1) →
+    ``{success, bank_id, existed, message}`` (and ``deleted_count: 0`` when it did not exist). A bank that does not exist is
+    done too (200, ``existed: false``, ``deleted_count: 0``), as Hindsight answers: its
+    integrations (crewai, agno) reset a bank by deleting it, first run included."""
     check_bank_id(bank_id)
-    services().banks.delete(principal(), bank_id)
-    return jsonify({"success": True, "bank_id": bank_id, "message": f"bank {bank_id} deleted"})
+    existed = services().banks.delete(principal(), bank_id, missing_ok=True)
+    body = {"success": True, "bank_id": bank_id, "existed": existed,
+            "message": f"bank {bank_id} deleted" if existed
+            else f"bank {bank_id} did not exist; nothing to delete"}
+    if not existed:
+        body["deleted_count"] = 0
+    return jsonify(body)

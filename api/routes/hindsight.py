@@ -165,6 +165,9 @@ def list_memories(bank_id: str):
     check_bank_id(bank_id)
     limit, offset = page_params(default_limit=100)
     kinds = hs.kinds_for([request.args["type"]], "type") if request.args.get("type") else None
+    if kinds == []:  # ?type=opinion: a type of no kind lists nothing (the bank must exist)
+        services().banks.get(principal(), bank_id)
+        return jsonify({"items": [], "total": 0, "limit": limit, "offset": offset})
     state = request.args.get("state")
     if state not in (None, "valid", "invalidated"):
         raise APIError(400, "invalid_request", "state must be valid or invalidated",
@@ -185,7 +188,7 @@ def list_memories(bank_id: str):
         principal(), bank_id, limit, offset, kinds=kinds, q=search_param(),
         document_id=request.args.get("document_id") or None, tags=tags, tags_match=match,
         entity_id=entity_id, state=state)
-    items = [{**r, "fact_type": hs.KIND_TYPE.get(r["kind"], "world"),
+    items = [{**hs.with_hindsight_metadata(r), "fact_type": hs.KIND_TYPE.get(r["kind"], "world"),
               "date": r["occurred_start"] or r["mentioned_at"] or r["created_at"],
               "entities": ", ".join(r["entity_names"]) or None,
               "state": "invalidated" if r["invalidated_reason"] or r["superseded_by_id"]
@@ -201,7 +204,11 @@ def clear_memories(bank_id: str):
     with their vectors, links and cached tiers; the bank and its settings stay."""
     check_bank_id(bank_id)
     kinds = hs.kinds_for([request.args["type"]], "type") if request.args.get("type") else None
-    ids = services().documents.clear(principal(), bank_id, kinds)
+    if kinds == []:  # ?type=opinion: a type of no kind deletes nothing, never everything
+        services().banks.get(principal(), bank_id)
+        ids = []
+    else:
+        ids = services().documents.clear(principal(), bank_id, kinds)
     return jsonify({"success": True, "deleted_count": len(ids),
                     "message": f"deleted {len(ids)} memories of bank {bank_id}"})
 
@@ -292,8 +299,9 @@ def reflect(bank_id: str):
     if req.purpose:
         params["purpose"] = req.purpose
     params, _, _ = hs.recall_body(params)
+    nothing = hs.matches_nothing(params)
     q = RecallQuery.model_validate(params)
-    found = svc.cascade.recall(bank_id, q, principal()).to_json()["results"]
+    found = [] if nothing else svc.cascade.recall(bank_id, q, principal()).to_json()["results"]
     mission = (svc.banks.get(principal(), bank_id)["config"] or {}).get("mission")
     ans = run_reflect(svc.llm, req.query, found, context=req.context, mission=mission,
                       max_tokens=req.max_tokens)

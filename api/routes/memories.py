@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from flask import Blueprint, jsonify, request
 
+
 from api import contracts as C
+from api import hindsight as hs
 from api.auth import principal, requires
 from api.deps import services
 from api.openapi import doc
@@ -24,7 +26,10 @@ def memory(bank_id: str, unit_id: str):
     """The unit (:func:`rcll.lifecycle.read.read` as the caller: audience and purposes
     apply, links and sources only to units it sees; ``?purpose=`` reads for one purpose);
     400 ``invalid_unit_id`` / ``unknown_purpose``, 403 ``purpose_not_granted``, 404
-    ``bank_not_found`` / ``unit_not_found`` (also a unit the caller may not see)."""
+    ``bank_not_found`` / ``unit_not_found`` (also a unit the caller may not see). On this
+    Hindsight path ``metadata`` holds strings and RCLL's structured provenance (an uploaded
+    file's) is in ``provenance`` (:func:`api.hindsight.with_hindsight_metadata`)."""
     check_bank_id(bank_id)
-    return jsonify(services().lifecycle.read(principal(), bank_id, unit_id,
-                                             purpose=request.args.get("purpose")))
+    unit = services().lifecycle.read(principal(), bank_id, unit_id,
+                                     purpose=request.args.get("purpose"))
+    return jsonify(hs.with_hindsight_metadata(unit))  # Hindsight's path: metadata as strings

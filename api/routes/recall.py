@@ -24,8 +24,10 @@ def _run(bank_id: str, params: dict, hindsight: bool = False):
     check_bank_id(bank_id)
     ignored: list[str] = []
     floor = None
+    nothing = False
     if hindsight:
         params, ignored, floor = hindsight_map.recall_body(params)
+        nothing = hindsight_map.matches_nothing(params)
     for key in ("recipe", "channels"):
         name = params.get(key)
         # a name that is not storable text (NUL, lone surrogate) or too long is left to the
@@ -36,6 +38,8 @@ def _run(bank_id: str, params: dict, hindsight: bool = False):
                            {"field": key, "recipe": name, "known": sorted(RECIPES)})
     q = RecallQuery.model_validate(params)
     answer = services().cascade.recall(bank_id, q, principal()).to_json()
+    if nothing:  # types naming no kind (["opinion"]): no results, as Hindsight
+        answer["results"] = []
     if hindsight:
         answer = hindsight_map.recall_response(answer, ignored, floor)
     return jsonify(answer)

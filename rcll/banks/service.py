@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from rcll.access.principal import Principal
 from rcll.access.visibility import grants_filter, unit_filter
 from rcll.cascade import invalidation
+from rcll.errors import BankNotFound
 from rcll.store import audit, banks, documents
 from rcll.store.jobs import HINDSIGHT_STATUS
 
@@ -106,11 +107,21 @@ class BankService:
             status[name] = status.get(name, 0) + n
         return {**s, "operations_by_status": status}
 
-    def delete(self, principal: Principal, bank_id: str) -> None:
-        """Delete the bank and everything in it (``admin``; 404 ``bank_not_found``); audit
-        ``bank.delete``; after the commit tier 1 forgets the bank."""
+    def delete(self, principal: Principal, bank_id: str, missing_ok: bool = False) -> bool:
+        """Delete the bank and everything in it (``admin``); audit ``bank.delete``; after the
+        commit tier 1 forgets the bank. Returns whether the bank existed. A bank that does
+        not exist is 404 ``bank_not_found``, or — ``missing_ok`` (Hindsight's route, where
+        a delete of a bank never made is done: crewai and agno reset banks that way) —
+        ``False``, with no audit entry (tier 1 forgets the id all the same)."""
         principal.require(bank_id, "admin")
-        with self.pool.connection() as conn, conn.transaction():
-            banks.delete(conn, bank_id)
-            audit.record(conn, principal.member_id, "bank.delete", bank_id=bank_id)
+        existed = True
+        try:
+            with self.pool.connection() as conn, conn.transaction():
+                banks.delete(conn, bank_id)
+                audit.record(conn, principal.member_id, "bank.delete", bank_id=bank_id)
+        except BankNotFound:
+            if not missing_ok:
+                raise
+            existed = False
         invalidation.bank_dropped(self._services.hot_tier, bank_id)
+        return existed

@@ -27,6 +27,8 @@ from collections.abc import Iterable
 
 import redis
 
+from rcll.banks.ids import key_segment
+
 log = logging.getLogger(__name__)
 
 MAX_UNITS_PER_RECALL = 10
@@ -36,7 +38,7 @@ PRUNE_BELOW = 0.05
 
 
 def _key(prefix: str, bank_id: str, name: str) -> str:
-    return f"{prefix}:{{{bank_id}}}:{name}"  # as rcll.cascade.hot.HotTier.key
+    return f"{prefix}:{{{key_segment(bank_id)}}}:{name}"  # as rcll.cascade.hot.HotTier.key
 
 
 def _s(b: bytes | str) -> str:

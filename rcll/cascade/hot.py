@@ -55,6 +55,7 @@ import numpy as np
 import redis
 
 from rcll.access.visibility import audience_mask
+from rcll.banks.ids import key_segment
 from rcll.cascade.activation import base_level
 from rcll.cascade.hits import TierHit  # noqa: F401  (re-exported: tier 1 returns it)
 
@@ -308,10 +309,11 @@ class HotTier:
 
     # --- keys -------------------------------------------------------------------------------
     def key(self, bank_id: str, name: str) -> str:
-        """The Redis key ``name`` of ``bank_id``: ``{prefix}:{<bank_id>}:{name}`` — the bank
-        id in braces (bank ids never hold them), so bank ``a`` and bank ``a:b`` never share
-        a key or a key pattern."""
-        return f"{self.prefix}:{{{bank_id}}}:{name}"
+        """The Redis key ``name`` of ``bank_id``: ``{prefix}:{<segment>}:{name}`` — the bank
+        id percent-encoded (:func:`rcll.banks.ids.key_segment`: no brace, space or glob
+        character; unchanged for ids of ``[A-Za-z0-9_.:-]``) in braces, so bank ``a`` and
+        bank ``a:b`` — or ``a}`` — never share a key or a key pattern."""
+        return f"{self.prefix}:{{{key_segment(bank_id)}}}:{name}"
 
     @property
     def banks_key(self) -> str:

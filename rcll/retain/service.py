@@ -169,6 +169,33 @@ class RetainService:
             return jobs.get(conn, job_id), created
 
 
+    def retain_sync_sliced(self, bank_id: str, items: list[RetainItem], *,
+                           idempotency_key: str | None = None,
+                           principal: Principal | None = None) -> list[dict]:
+        """Hindsight's synchronous retain of any batch (its ``async`` defaults to false and
+        it has no per-request sync cap): ``items`` in consecutive slices of at most
+        :attr:`RetainLimits.sync_max_items`, each slice one job run here (:meth:`retain`
+        with ``async_=False``), one after another; returns the jobs in order. The first
+        slice's idempotency key is ``idempotency_key`` (so Hindsight's ``operation_id``
+        still names the first operation), slice ``i``'s is ``"{key}#{i}"``; a repeated
+        request returns the same jobs. A slice that fails stops the run (its job is
+        ``failed``, returned last; the later slices are not stored). Raises what
+        :meth:`retain` raises (``413 too_many_items`` over ``max_items``)."""
+        self.check_item_count(len(items))
+        step = max(1, self.limits.sync_max_items)
+        out: list[dict] = []
+        for i in range(0, len(items), step):
+            n = i // step
+            key = None if idempotency_key is None else (
+                idempotency_key if n == 0 else f"{idempotency_key}#{n}")
+            job, _ = self.retain(bank_id, items[i:i + step], async_=False, idempotency_key=key,
+                                 principal=principal)
+            out.append(job)
+            if job["state"] == "failed":
+                break
+        return out
+
+
 def _clean(text: str) -> bool:
     try:
         clean_text(text)

@@ -75,6 +75,22 @@ def retain_answer(bank_id: str, job: dict, items_count: int, async_: bool,
             "status": op["status"], "state": job["state"], "operation": op}
 
 
+def sliced_answer(bank_id: str, jobs_: list[dict], items_count: int,
+                  principal: Principal | None) -> dict:
+    """The answer to a synchronous retain run in slices
+    (:meth:`rcll.retain.service.RetainService.retain_sync_sliced`): :func:`retain_answer` of
+    the first job (``operation_id``: its id) with ``items_count`` of the whole request,
+    ``operation_ids`` every slice's job, ``success`` only when none failed, ``state`` /
+    ``status`` the first failed job's (else the last's), ``slices`` the number of jobs."""
+    failed = [j for j in jobs_ if j["state"] == "failed"]
+    worst = failed[0] if failed else jobs_[-1]
+    out = retain_answer(bank_id, jobs_[0], items_count, False, principal)
+    last = retain_answer(bank_id, worst, items_count, False, principal)
+    out.update({"success": not failed, "operation_ids": [str(j["id"]) for j in jobs_],
+                "status": last["status"], "state": last["state"], "slices": len(jobs_)})
+    return out
+
+
 def send_after_commit(enqueue: Callable[[str, str], None], context: Callable[[], RetainContext],
                       task_name: str, job_id: str, *, what: str = "job",
                       message: str = "could not enqueue the job; retry later",
