@@ -46,7 +46,7 @@ def create(conn: Connection, bank_id: str, kind: str, payload: list, counts: dic
     (None: auth off, internal); ``scopes``: its items' :func:`item_scopes` (``[]``: no member
     items; None: unknown, the content is then shown to no member) — what
     :func:`rcll.access.jobs.job_visible` decides by. Idempotency keys are the submitter's own
-    (unique per bank and ``submitted_by``, migration 0024). An existing key returns its job
+    (unique per bank and ``submitted_by``, migration 0022). An existing key returns its job
     when ``request_hash`` matches the one stored with it; a different request under the same
     key raises :class:`~rcll.errors.Rejected` ``409 idempotency_key_reused`` (the first
     request's job stays as it was; the semantics of Stripe's and the IETF draft's

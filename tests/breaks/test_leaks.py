@@ -178,7 +178,7 @@ def test_tunnels_listing_and_get(api, world):
 def test_idempotency_key_of_another_member(api, world, auth_services):
     """Bob sending Alice's idempotency key with the same item does not get Alice's job back
     (nor a silent no-op, nor a 409 that tells him the key was used): keys are each writer's
-    own (migration 0024), so Bob gets a job of his own; Alice's repeat still gets hers."""
+    own (migration 0022), so Bob gets a job of his own; Alice's repeat still gets hers."""
     key = f"k-{uuid.uuid4().hex}"
     item = {"items": [{"content": "Shared note: the printer is on floor 2."}]}
     ra = api.post(f"/v1/default/banks/{BANK}/memories", json=item,

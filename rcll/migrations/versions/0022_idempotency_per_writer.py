@@ -6,14 +6,14 @@ someone had used that key (a key nobody used succeeds). Now a key is unique per
 ``(bank_id, submitted_by, idempotency_key)`` — ``submitted_by`` NULL (auth off, internal
 calls) is one writer (``NULLS NOT DISTINCT``) — over the jobs that carry a key.
 
-Revision ID: 0024
-Revises: 0020
+Revision ID: 0022
+Revises: 0021
 """
 
 from alembic import op
 
-revision = "0024"
-down_revision = "0020"
+revision = "0022"
+down_revision = "0021"
 branch_labels = None
 depends_on = None
 
