@@ -22,7 +22,7 @@ from rcll.identity import chunk_keys, content_document_id, sha256
 from rcll.models.embedder import EmbedderHandle, input_stamp
 from rcll.models.tokenizer import TokenCounter
 from rcll.retain.chunking import chunk_text
-from rcll.retain.markup import strip_markup
+from rcll.retain.markup import is_markup_only, strip_markup
 from rcll.retain.models import RetainItem
 from rcll.store import embeddings, jobs, units
 from rcll.store.units import UnitDraft
@@ -62,7 +62,8 @@ def drafts_for(item: RetainItem, ctx: RetainContext) -> list[UnitDraft]:
     cells, rules, link-only navigation: :func:`rcll.retain.markup.strip_markup`); an item made
     only of markup gives ``[]``. Chunking must then keep every non-blank character of that
     *cleaned* text — the check is against the cleaned text, not the item's content — else
-    :class:`TextDropped`."""
+    :class:`TextDropped`; a chunk that is markup only (:func:`rcll.retain.markup.is_markup_only`)
+    after that is dropped."""
     out = []
     known: dict[str, int] = {}  # chunking counts tokens already; count each text once
 
@@ -79,6 +80,9 @@ def drafts_for(item: RetainItem, ctx: RetainContext) -> list[UnitDraft]:
     if held < given:  # chunking promises every non-blank character (rcll.retain.chunking)
         raise TextDropped(f"chunking kept {held} of the item's {given} non-blank characters "
                           "(after markup-only lines were removed)")
+    # a long line of words and markup (a navigation table on one line) can still split into
+    # pieces of markup alone: those pieces are not units either
+    chunks = [c for c in chunks if not is_markup_only(c)]
     sizes = count(chunks) if ctx.tokens.exact else [None] * len(chunks)
     keys = chunk_keys(chunks)  # a repeated chunk is a chunk of its own (rcll.identity)
     for i, (text, size, key) in enumerate(zip(chunks, sizes, keys, strict=True)):

@@ -80,3 +80,16 @@ def test_drafts_hold_no_separator_rows_and_keep_all_cleaned_text():
 
 def test_an_item_of_markup_only_gives_no_units():
     assert drafts_for(RetainItem(content="| --- | --- |\n|  |  |\n* * *"), CTX) == []
+
+
+def test_a_chunk_split_out_of_a_long_navigation_line_is_not_a_unit(services):
+    """A line of words and table pipes too long for one chunk splits at spaces; a piece
+    holding only ``--- | --- |`` is dropped, the pieces with words are kept."""
+    from rcll.retain.models import RetainItem
+    from rcll.retain.pipeline import drafts_for
+
+    line = " ".join(["Intro", *(["| --- |"] * 400), "Outro", "words", "here"])
+    drafts = drafts_for(RetainItem(content=line), services.retain_context())
+    assert drafts, "the words must stay"
+    assert all(any(ch.isalnum() for ch in d.text) for d in drafts)
+    assert "Intro" in drafts[0].text and "Outro" in drafts[-1].text
