@@ -324,6 +324,9 @@ class Cascade:
             state.ranked = [(uid, float(v[0])) for uid, v in hit_of.items()]
             run_steps(state, steps=POST)
             rows = state.hydrate([uid for uid, _ in state.ranked])
+            # the same fields whichever tier answers: the entities each unit mentions, as cold
+            for uid, ents in _entities(conn, [u for u, _ in state.ranked if u in rows]).items():
+                rows[uid]["entities"] = ents
             if tunnels is not None:  # in this transaction: no connection of its own
                 tunnels(conn, [uid for uid, _ in state.ranked if uid in rows])
         out = []

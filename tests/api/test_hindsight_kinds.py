@@ -315,19 +315,18 @@ def test_delete_of_a_bank_that_never_existed_is_done(client):
 
 # -- 6. the same fields from every tier ----------------------------------------------------
 
-@pytest.mark.xfail(reason="fault 6 open: two cold recalls do not fill tier 1 here, so the hot "
-                          "tier answers nothing; the promotion step and hot.py's result "
-                          "fields (entities) are not yet checked or fixed", strict=False)
-def test_a_result_has_the_same_fields_whichever_tier_answers(client):
+def test_a_result_has_the_same_fields_whichever_tier_answers(client, services):
     bank = "hs-kinds-tiers"
     client.delete(B.format(bank))
     client.post(B.format(bank) + "/memories", json={"items": [
         {"content": "Oskar repairs the Lisbon tram in the Alfama depot.", "document_id": "o",
          "metadata": {"source": "chat"}, "tags": ["trams"]}]})
     q = "Who repairs the Lisbon tram?"
-    for _ in range(2):  # the cold answer promotes its top results into tier 1
-        client.post(B.format(bank) + "/memories/recall", json={"query": q, "tiers": ["cold"]})
+    # the cold answer promotes its top results into tier 1 (the work after the response)
+    client.post(B.format(bank) + "/memories/recall", json={"query": q})
+    assert services.after_recall.flush(10)
     fields: dict[str, set[str]] = {}
+    names: dict[str, list[str]] = {}
     for tier in ("hot", "warm", "cold"):
         for route in ("hindsight", "rcll"):
             if route == "hindsight":
@@ -341,6 +340,7 @@ def test_a_result_has_the_same_fields_whichever_tier_answers(client):
             assert ans["tiers"] == [tier], ans["tiers"]  # that tier answered
             assert "entities" in hits[0], (tier, route)  # tier 1 once had none
             fields[f"{route}:{tier}"] = set(hits[0])
+            names[f"{route}:{tier}"] = sorted(str(e) for e in hits[0]["entities"])
             if route == "hindsight":
                 validate("POST", "/v1/default/banks/{bank_id}/memories/recall", ans)
     for route in ("hindsight", "rcll"):
@@ -348,4 +348,7 @@ def test_a_result_has_the_same_fields_whichever_tier_answers(client):
         for tier in ("hot", "warm"):
             assert fields[f"{route}:{tier}"] == cold, (
                 route, tier, fields[f"{route}:{tier}"] ^ cold)
+            # and the same values: the entities the unit mentions, not an empty list
+            assert names[f"{route}:{tier}"] == names[f"{route}:cold"], (route, tier, names)
+        assert names[f"{route}:cold"], names
     client.delete(B.format(bank))
