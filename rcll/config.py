@@ -227,6 +227,9 @@ class Settings(BaseSettings):
                                 "RCLL_PURPOSES: the closed set of purposes (JSON list).")
     default_purpose: str = Field("assist", description="RCLL_DEFAULT_PURPOSE: the purpose of "
                                  "a recall that names none.")
+    web_session_ttl_s: int = Field(
+        8 * 3600, ge=60, le=30 * 86400, description="RCLL_WEB_SESSION_TTL_S: how long a web "
+        "screens sign-in (api/web) lasts without use; the session lives in Redis.")
     read_only: bool = Field(False, description="RCLL_READ_ONLY=on: the API serves only recall "
                             "and read, over the SELECT-only role; every write route is 403 "
                             "read_only_deployment.")
