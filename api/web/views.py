@@ -10,11 +10,9 @@ GET); destructive ones (forget, delete a document) go through a confirmation pag
 
 from __future__ import annotations
 
-from functools import wraps
 from pathlib import Path
 
-from flask import (Blueprint, abort, flash, g, redirect, render_template, request,
-                   send_from_directory, url_for)
+from flask import Blueprint, abort, flash, g, redirect, render_template, request, send_from_directory, url_for
 from pydantic import ValidationError
 
 from api.auth import requires

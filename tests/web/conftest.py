@@ -18,8 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.access.conftest import ADMIN, make_member
-from tests.access.conftest import auth_services, auth_settings  # noqa: F401  (fixtures)
+from tests.access.conftest import ADMIN, auth_services, auth_settings, make_member  # noqa: F401  (fixtures)
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOTS = ROOT / "docs" / "screenshots"
@@ -59,7 +58,7 @@ def browser():
 
 
 @pytest.fixture(scope="session")
-def web_app(auth_services, auth_settings, worker):
+def web_app(auth_services, auth_settings, worker):  # noqa: F811  (fixtures imported above)
     from api.app import celery_enqueuer, create_app
 
     return create_app(services=auth_services, enqueue=celery_enqueuer(auth_settings))

@@ -9,7 +9,7 @@ import time
 
 from playwright.sync_api import expect
 
-from tests.access.conftest import ADMIN_KEY
+from tests.access.conftest import ADMIN_KEY, make_member
 from tests.web.conftest import BANK, OTHER, SCRIPT_TEXT, shot, sign_in
 
 
@@ -188,3 +188,40 @@ def test_auth_off_shows_the_banner_and_needs_no_sign_in(client):
     assert r.status_code == 200
     assert b"Authentication is OFF" in r.data
     assert client.get("/").status_code == 302
+
+
+def test_correct_is_revision_checked_and_supersede_opens_the_new_memory(page, data):
+    sign_in(page, data["carol"])  # write role
+    unit_id = data["secret"]
+    page.goto(f"/ui/banks/{BANK}/units/{unit_id}")
+    token = page.locator("input[name=csrf_token]").first.get_attribute("value")
+    page.get_by_label(re.compile("Correct the text")).fill(
+        "Carol's private note: the vault combination is under the plant (corrected).")
+    page.get_by_role("button", name="Correct", exact=True).click()
+    expect(page.get_by_role("status").first).to_contain_text("Corrected")
+    expect(page.get_by_label(re.compile("Correct the text"))).to_be_visible()
+    assert "revision 2" in page.content()
+    stale = page.request.post(f"/ui/banks/{BANK}/units/{unit_id}/correct", max_redirects=0,
+                              form={"csrf_token": token, "revision": "1", "text": "stale"})
+    assert stale.status == 409 and "revision_conflict" in stale.text()
+    page.get_by_label("Supersede with a new memory").fill(
+        "Carol's private note: the vault moved to the safe.")
+    page.get_by_role("button", name="Supersede").click()
+    expect(page.get_by_test_id("unit-text")).to_have_text(
+        "Carol's private note: the vault moved to the safe.")
+    page.goto(f"/ui/banks/{BANK}/units/{unit_id}")
+    expect(page.get_by_text("Superseded by")).to_be_visible()
+
+
+def test_revoking_the_key_ends_its_web_session(page, data, web_app):
+    from tests.access.conftest import ADMIN
+
+    api = web_app.test_client()
+    key = make_member(api, "erin", BANK, "read")
+    sign_in(page, key)
+    expect(page.get_by_test_id("member")).to_have_text("erin")
+    key_id = api.get("/members/erin/keys", headers=ADMIN).get_json()
+    key_id = (key_id["keys"] if isinstance(key_id, dict) else key_id)[0]["key_id"]
+    assert api.delete(f"/keys/{key_id}", headers=ADMIN).status_code == 200
+    page.goto(f"/ui/banks/{BANK}")
+    expect(page).to_have_url(re.compile(r"/ui/signin"))
