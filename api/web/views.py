@@ -204,10 +204,11 @@ def unit(bank_id: str, unit_id: str):
     """One memory: its fields, provenance, links, entities, and the lifecycle actions."""
     who = web.caller()
     u = services().lifecycle.read(who, _bank(bank_id), unit_id)
+    past = services().lifecycle.history(who, bank_id, u["id"])
     history = []
     if who.can(bank_id, "admin"):
         history, _ = services().access.audit(who, bank_id, unit_id=u["id"], limit=20)
-    return render_template("unit.html", bank_id=bank_id, u=u, history=history,
+    return render_template("unit.html", bank_id=bank_id, u=u, history=history, past=past,
                            can_write=who.can(bank_id, "write"))
 
 

@@ -201,6 +201,9 @@ def test_correct_is_revision_checked_and_supersede_opens_the_new_memory(page, da
     expect(page.get_by_role("status").first).to_contain_text("Corrected")
     expect(page.get_by_label(re.compile("Correct the text"))).to_be_visible()
     assert "revision 2" in page.content()
+    expect(page.get_by_test_id("revisions")).to_contain_text("under the plant.")  # revision 1
+    page.get_by_role("button", name="It helped").click()
+    expect(page.get_by_test_id("feedback")).to_contain_text("1 helped")
     stale = page.request.post(f"/ui/banks/{BANK}/units/{unit_id}/correct", max_redirects=0,
                               form={"csrf_token": token, "revision": "1", "text": "stale"})
     assert stale.status == 409 and "revision_conflict" in stale.text()
