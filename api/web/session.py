@@ -34,11 +34,13 @@ class SignInNeeded(Exception):
 
 def configure(app: Flask) -> None:
     """The session cookie: signed with HMAC(key secret, "rcll-web-session"), HttpOnly,
-    SameSite=Lax, its lifetime the server-side session's."""
+    SameSite=Lax, Secure when ``RCLL_WEB_COOKIE_SECURE``, its lifetime the server-side
+    session's."""
     svc = app.extensions["rcll"]
     app.secret_key = hmac.new(svc.access.secret, b"rcll-web-session", hashlib.sha256).digest()
     app.config.update(SESSION_COOKIE_NAME=COOKIE, SESSION_COOKIE_HTTPONLY=True,
                       SESSION_COOKIE_SAMESITE="Lax",
+                      SESSION_COOKIE_SECURE=bool(svc.settings.web_cookie_secure),
                       PERMANENT_SESSION_LIFETIME=svc.settings.web_session_ttl_s)
 
 

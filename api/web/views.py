@@ -14,6 +14,7 @@ from pathlib import Path
 
 from flask import Blueprint, abort, flash, g, redirect, render_template, request, send_from_directory, url_for
 from pydantic import ValidationError
+from redis import RedisError
 
 from api.auth import requires
 from api.deps import consolidate_service, services
@@ -71,6 +72,13 @@ def _csrf(_exc):
 def _rcll(exc: RCLLError):
     return render_template("error.html", status=exc.status, code=exc.code,
                            message=exc.message), exc.status
+
+
+@bp.errorhandler(RedisError)
+def _redis_down(_exc):
+    return render_template("error.html", status=503, code="sessions_unavailable",
+                           message="Sign-in sessions are kept in Redis, which cannot be "
+                                   "reached; retry in a moment."), 503
 
 
 @bp.errorhandler(ValidationError)

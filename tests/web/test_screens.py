@@ -4,6 +4,7 @@ CSRF, escaping, dedup review, a job; each screen saved to docs/screenshots/."""
 
 from __future__ import annotations
 
+import io
 import re
 import time
 
@@ -62,6 +63,12 @@ def test_bank_grid_and_a_memory_with_its_provenance(page, data):
     shot(page, "documents")
     page.goto(f"/ui/banks/{BANK}/entities")
     shot(page, "entities")
+    first = page.locator("table tbody a").first
+    name = first.inner_text()
+    first.click()
+    expect(page.get_by_role("heading", name=name, exact=True)).to_be_visible()
+    expect(page.get_by_role("heading", name=re.compile("^Mentioned in"))).to_be_visible()
+    shot(page, "entity")
 
 
 def test_forget_asks_first_and_the_unit_leaves_recall(page, data):
@@ -159,8 +166,21 @@ def test_a_job_is_watched_until_it_succeeds(page, data, web_app):
     page.goto(f"/ui/banks/{BANK}/jobs/{op}")
     expect(page.get_by_test_id("job-state")).to_have_text("succeeded", timeout=120_000)
     shot(page, "job")
+    expect(page.get_by_test_id("job-counts")).to_contain_text("units created")
+
+    r = web_app.test_client().post(  # a file that cannot be converted: a failed job
+        f"/v1/default/banks/{BANK}/files/retain", headers=ADMIN,
+        data={"files": [(io.BytesIO(b"%PDF-1.4 this is not really a pdf"), "broken.pdf")]},
+        content_type="multipart/form-data")
+    assert r.status_code == 200, r.get_json()
+    failed = r.get_json()["operation_ids"][0]
+    page.goto(f"/ui/banks/{BANK}/jobs/{failed}")
+    expect(page.get_by_test_id("job-state")).to_have_text("failed", timeout=120_000)
+    expect(page.get_by_test_id("job-error")).to_contain_text("broken.pdf: cannot convert")
+    shot(page, "job-failed")
     page.goto(f"/ui/jobs?bank_id={BANK}")
     expect(page.get_by_test_id("job-state").first).to_be_visible()
+    expect(page.locator("table")).to_contain_text("failed")
     shot(page, "jobs")
 
 
