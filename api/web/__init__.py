@@ -6,9 +6,9 @@ the same ``rcll`` services the HTTP API calls, for the signed-in member only.
 - :mod:`api.web.views`: the screens (one function each), templates in ``templates/``, the
   stylesheet and the few lines of JavaScript in ``static/`` (served by the app; no CDN).
 
-Routes declare ``public`` to the bearer-key hook (:mod:`api.auth`): a browser sends no
-``Authorization`` header; the screens authenticate from the session cookie themselves
-(:func:`api.web.session.load_caller`), before any view runs.
+Routes declare the role ``session`` to the bearer-key hook (:mod:`api.auth`): a browser
+sends no ``Authorization`` header; the screens authenticate from the session cookie
+themselves (:func:`api.web.session.load_caller`), before any view runs.
 """
 
 from __future__ import annotations

@@ -18,7 +18,6 @@ from redis import RedisError
 
 from api.auth import requires
 from api.deps import consolidate_service, services
-from api.openapi import doc
 from api.schemas import check_bank_id
 from api.web import session as web
 from rcll.errors import InvalidInput, RCLLError
@@ -33,10 +32,11 @@ OPEN_ENDPOINTS = {"web.index", "web.ui", "web.signin", "web.static_file"}
 
 
 def screen(rule: str, methods=("GET",)):
-    """Register a screen: ``public`` to the bearer hook (the session authenticates it),
-    declared for the OpenAPI document as an HTML page of the ``web`` tag."""
+    """Register a screen: role ``session`` (:mod:`api.auth`: no bearer key; the session
+    authenticates it, :func:`_session`). Screens are not in the OpenAPI document: they
+    answer HTML to browsers, not the API's JSON."""
     def deco(view):
-        view = doc({200: None}, content_type="text/html", tags=["web"])(requires("public")(view))
+        view = requires("session")(view)
         bp.add_url_rule(rule, view_func=view, methods=list(methods))
         return view
     return deco
