@@ -257,3 +257,21 @@ def test_revoking_the_key_ends_its_web_session(page, data, web_app):
     assert api.delete(f"/keys/{key_id}", headers=ADMIN).status_code == 200
     page.goto(f"/ui/banks/{BANK}")
     expect(page).to_have_url(re.compile(r"/ui/signin"))
+
+
+def test_a_document_is_deleted_after_its_confirmation(page, data, web_app):
+    from tests.access.conftest import ADMIN
+
+    r = web_app.test_client().post(f"/v1/default/banks/{BANK}/memories", json={"items": [
+        {"content": "Scratch note: the plotter on floor two is out of paper.",
+         "document_id": "scratch"}], "async": False}, headers=ADMIN)
+    assert r.get_json()["state"] == "succeeded", r.get_json()
+    sign_in(page, ADMIN_KEY)
+    page.goto(f"/ui/banks/{BANK}/documents/scratch")
+    expect(page.locator("ol.doc-units")).to_contain_text("plotter on floor two")
+    page.get_by_role("button", name="Delete document…").click()
+    expect(page.get_by_role("alert")).to_contain_text("Delete this document")
+    page.get_by_role("button", name="Delete it").click()
+    expect(page.get_by_role("status").first).to_contain_text("Document deleted (1 units)")
+    expect(page.locator("table")).not_to_contain_text("scratch")
+    assert page.goto(f"/ui/banks/{BANK}/documents/scratch").status == 404
