@@ -28,7 +28,7 @@ HERE = Path(__file__).parent
 bp = Blueprint("web", __name__, template_folder="templates")
 PAGE = 50
 STATIC = {"app.css", "app.js"}
-OPEN_ENDPOINTS = {"web.index", "web.ui", "web.signin", "web.static_file"}
+OPEN_ENDPOINTS = {"web.index", "web.ui", "web.admin", "web.signin", "web.static_file"}
 
 
 def screen(rule: str, methods=("GET",)):
@@ -137,6 +137,12 @@ def index():
 def ui():
     """The web screens' home: the banks list (or the sign-in screen)."""
     return redirect(url_for("web.banks"))
+
+
+@screen("/admin")
+def admin():
+    """The admins' entry: redirect to ``/ui/access``."""
+    return redirect(url_for("web.access"))
 
 
 @screen("/ui/static/<name>")

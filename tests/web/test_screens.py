@@ -217,6 +217,7 @@ def test_auth_off_shows_the_banner_and_needs_no_sign_in(client):
     assert r.status_code == 200
     assert b"Authentication is OFF" in r.data
     assert client.get("/").status_code == 302
+    assert client.get("/admin").headers["Location"] == "/ui/access"
 
 
 def test_correct_is_revision_checked_and_supersede_opens_the_new_memory(page, data):
