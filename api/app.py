@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from flask import Flask
 
-from api import auth, errors, openapi
+from api import auth, errors, openapi, web
 from api import metrics as api_metrics
 from api.routes import access, banks, closets, dedup, feedback, health, memories, operations, recall, retain
 from api.routes import context as context_routes
@@ -48,7 +48,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
         logs.configure(svc.settings.log_format)
     for warning in deployment.check(svc.settings):
         log.warning("%s", warning)
-    app = Flask("rcll", static_folder=None)  # an API: no static route
+    app = Flask("rcll", static_folder=None)  # the screens serve their own (api/web)
     app.config["MAX_CONTENT_LENGTH"] = svc.settings.max_request_bytes
     app.json.sort_keys = False
     app.extensions["rcll"] = svc
@@ -68,6 +68,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     app.register_blueprint(hindsight_routes.bp)
     app.register_blueprint(file_routes.bp)
     app.register_blueprint(openapi.bp)  # /openapi.json and /docs (README "OpenAPI")
+    web.register(app)  # /, /ui/... : the web screens (README "Web screens")
     # Load the embedder, then the reranker (checking its scoring head), in the background so
     # the first recall does not pay for them and /readyz reports the reranker from start-up.
     threading.Thread(target=lambda: (svc.embedder.get(), svc.reranker.load()),

@@ -3,7 +3,8 @@ permissions").
 
 Every view declares the role it needs on the bank in its path with :func:`requires`
 (``read``, ``write`` or ``admin``; ``"public"`` for health probes; ``"member"`` for a route
-any authenticated caller may use, which then checks per object itself). The request hook
+any authenticated caller may use, which then checks per object itself; ``"session"`` for
+the web screens, which authenticate from their session cookie themselves, :mod:`api.web`). The request hook
 (:func:`register`) authenticates the ``Authorization: Bearer <key>`` header, stores the
 :class:`~rcll.access.principal.Principal` on ``flask.g`` and enforces the declared role
 against ``view_args["bank_id"]`` before the view runs. A view that declares nothing is
@@ -14,7 +15,9 @@ Order of the checks, before any view code or database write:
 1. the route declares no role → 403 ``route_not_declared`` (a bug; logged);
 2. read-only deployment and the role is ``write`` or ``admin``, or a non-GET method on a route
    not declared ``read`` → 403 ``read_only_deployment`` (:func:`refused_when_read_only`);
-3. ``public`` → no authentication;
+3. ``public`` → no authentication; ``session`` → none here either: the web screens' own
+   hook (:func:`api.web.session.load_caller`) signs the caller in from the cookie and sends
+   a browser without a session to the sign-in screen;
 4. auth on: no key → 401 ``missing_api_key``; a malformed, unknown or revoked key, or a
    disabled member → 401 ``invalid_api_key`` (one message for all);
 5. ``read``/``write``/``admin`` with a ``bank_id`` in the path → that role on that bank, or
@@ -38,7 +41,8 @@ from rcll.errors import Forbidden, Rejected
 log = logging.getLogger(__name__)
 
 ROLE_ATTR = "_rcll_role"
-LEVELS = ("public", "member", "read", "write", "admin")
+LEVELS = ("public", "session", "member", "read", "write", "admin")
+NO_BEARER = frozenset({"public", "session"})
 WRITE_LEVELS = frozenset({"write", "admin"})
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
@@ -123,7 +127,7 @@ def register(app: Flask) -> None:
                                "this is a read-only deployment: only recall and read are "
                                "served; send writes to the read-write API",
                                {"endpoint": request.endpoint, "role": role})
-        if role == "public":
+        if role in NO_BEARER:
             return None
         if not settings.auth:
             g.principal = Principal.unrestricted(tuple(settings.purposes))

@@ -194,7 +194,8 @@ def _summary(docstring: str) -> str:
 
 def build(app: Flask, title: str = "RCLL", version: str | None = None) -> dict:
     """The OpenAPI 3.1 document of ``app``: one operation per (rule, method) of
-    ``app.url_map`` except HEAD/OPTIONS and Flask's own. Raises ``LookupError`` naming a
+    ``app.url_map`` except HEAD/OPTIONS, Flask's own and the web screens (role
+    ``session``, :mod:`api.web`). Raises ``LookupError`` naming a
     view that declared no :func:`doc` (a route the document would miss)."""
     import rcll
 
@@ -205,6 +206,8 @@ def build(app: Flask, title: str = "RCLL", version: str | None = None) -> dict:
         if rule.endpoint == "static":
             continue
         view = app.view_functions[rule.endpoint]
+        if declared_role(view) == "session":
+            continue  # a web screen (api/web): HTML for browsers, not part of the API
         d = declared_doc(view)
         if d is None:
             missing.append(rule.endpoint)

@@ -62,6 +62,14 @@ class Services:
         return AccessService(self.pool, self.read_pool, self.settings)
 
     @cached_property
+    def web_sessions(self):
+        """Sign-ins of the web screens (:class:`rcll.access.web_sessions.WebSessions`), in
+        Redis, ``web_session_ttl_s`` without use."""
+        from rcll.access.web_sessions import WebSessions
+
+        return WebSessions(self.redis, self.access, self.settings.web_session_ttl_s)
+
+    @cached_property
     def operations(self):
         """Jobs as callers see them (:class:`rcll.operations.service.OperationService`)."""
         from rcll.operations.service import OperationService

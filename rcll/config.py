@@ -231,6 +231,12 @@ class Settings(BaseSettings):
                                 "RCLL_PURPOSES: the closed set of purposes (JSON list).")
     default_purpose: str = Field("assist", description="RCLL_DEFAULT_PURPOSE: the purpose of "
                                  "a recall that names none.")
+    web_session_ttl_s: int = Field(
+        8 * 3600, ge=60, le=30 * 86400, description="RCLL_WEB_SESSION_TTL_S: how long a web "
+        "screens sign-in (api/web) lasts without use; the session lives in Redis.")
+    web_cookie_secure: bool = Field(
+        False, description="RCLL_WEB_COOKIE_SECURE=on: the web screens' session cookie is "
+        "sent over HTTPS only (set it when TLS terminates in front of the API).")
     read_only: bool = Field(False, description="RCLL_READ_ONLY=on: the API serves only recall "
                             "and read, over the SELECT-only role; every write route is 403 "
                             "read_only_deployment.")

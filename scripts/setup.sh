@@ -25,5 +25,12 @@ echo "setup: installing dependencies into .venv (first run takes a few minutes)"
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet "torch==2.13.0"
 .venv/bin/python -m pip install --quiet -e ".[dev]"
+# tests/web drives Debian's Chromium through Playwright (never `playwright install`): install
+# it when missing, as root with apt; never fails the setup (the web tests skip without it).
+if [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "setup: installing chromium for tests/web (apt)"
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } \
+    >/dev/null 2>&1 || echo "setup: chromium not installed; tests/web will skip" >&2
+fi
 echo "$want" > "$stamp"
 echo "setup: done"

@@ -146,6 +146,29 @@ class AccessService:
                 or row["disabled_at"] is not None):
             raise InvalidAPIKey()
         self._touch(row["key_id"])
+        return self._principal(row)
+
+    def session_principal(self, key_id: str | None) -> Principal:
+        """The principal of a web session that signed in with the key ``key_id`` (``None``:
+        the bootstrap admin key), read afresh: a key revoked or a member disabled since the
+        sign-in ends the session. Raises :class:`InvalidAPIKey` then (and for an unknown id).
+        """
+        if key_id is None:
+            if not self.settings.admin_key:
+                raise InvalidAPIKey()
+            return self.bootstrap_admin()
+        try:
+            kid = str(uuid.UUID(key_id))
+        except (ValueError, TypeError, AttributeError):
+            raise InvalidAPIKey()
+        with self.read_pool.connection() as conn:
+            row = store.key_for_session(conn, kid)
+        if row is None or row["revoked_at"] is not None or row["disabled_at"] is not None:
+            raise InvalidAPIKey()
+        self._touch(row["key_id"])
+        return self._principal(row)
+
+    def _principal(self, row: dict) -> Principal:
         grants = {g["bank_id"]: Grant(g["bank_id"], g["role"], tuple(g["purposes"]))
                   for g in row["grants"]}
         return Principal(member_id=row["member_id"], grants=grants, is_admin=row["is_admin"],

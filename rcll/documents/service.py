@@ -88,6 +88,30 @@ class DocumentService:
                                         visible=rule_for(principal, bank_id).sql("u"),
                                         **filters)
 
+    def room_hall_grid(self, principal: Principal, bank_id: str) -> dict:
+        """The caller's live units of the bank counted per room and hall
+        (:func:`rcll.store.documents.room_hall_counts`): ``{"rooms": [room, ...],
+        "halls": [hall, ...], "cells": {(room, hall): n}, "total": n}`` — rooms and halls
+        in :data:`rcll.hierarchy.ROOMS` / :data:`~rcll.hierarchy.HALLS` order, only those
+        holding a unit, ``None`` (unclassified) last. 403 ``forbidden``, 404
+        ``bank_not_found``."""
+        from rcll.hierarchy import HALLS, ROOMS
+
+        principal.require(bank_id, "read")
+        with self._read() as conn:
+            banks.get(conn, bank_id)
+            rows = documents.room_hall_counts(conn, bank_id,
+                                              visible=rule_for(principal, bank_id).sql("u"))
+        cells = {(r["room"], r["hall"]): r["n"] for r in rows}
+
+        def order(names, known):
+            rank = {n: i for i, n in enumerate(known)}
+            return sorted(set(names), key=lambda n: (n is None, rank.get(n, len(known)), n or ""))
+
+        return {"rooms": order((r for r, _ in cells), ROOMS),
+                "halls": order((h for _, h in cells), HALLS), "cells": cells,
+                "total": sum(cells.values())}
+
     def tags(self, principal: Principal, bank_id: str, limit: int, offset: int, *,
              q: str | None = None) -> tuple[list[dict], int]:
         """The tags on the units the caller sees (:func:`rcll.store.documents.tags`)."""

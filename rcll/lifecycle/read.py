@@ -7,7 +7,7 @@ from rcll.access.purposes import unknown_purpose
 from rcll.errors import Rejected
 from rcll.lifecycle import rules
 from rcll.lifecycle.context import LifecycleContext
-from rcll.store import banks, memories
+from rcll.store import banks, feedback, memories, unit_edits
 
 
 def read(ctx: LifecycleContext, principal: Principal, bank_id: str, unit_id: str,
@@ -42,3 +42,22 @@ def read(ctx: LifecycleContext, principal: Principal, bank_id: str, unit_id: str
                            "AND bank_id = %s", (uid, bank_id)).fetchone()
         rules.visible_row(principal, bank_id, uid, row, purpose)
         return memories.get(conn, bank_id, uid, visible=rules.seen(principal, bank_id, purpose))
+
+
+def history(ctx: LifecycleContext, principal: Principal, bank_id: str, unit_id: str) -> dict:
+    """The unit's earlier revisions (:func:`rcll.store.unit_edits.revisions`, newest first)
+    and its feedback (:func:`rcll.store.feedback.counts`): ``{"revisions": [...],
+    "feedback": {"success", "failure", "worth"}}``, for a unit the caller may read (the
+    rule of :func:`read`; a forgotten unit has no revisions left). Raises as :func:`read`:
+    403 ``forbidden``, 400 ``invalid_unit_id``, 404 ``bank_not_found`` /
+    ``unit_not_found``. READ ONLY transaction on the read pool."""
+    principal.require(bank_id, "read")
+    uid = rules.unit_id(unit_id)
+    with ctx.read_pool.connection() as conn, conn.transaction():
+        conn.execute("SET TRANSACTION READ ONLY")
+        banks.get(conn, bank_id)
+        row = conn.execute("SELECT audience, purposes FROM memory_units WHERE id = %s "
+                           "AND bank_id = %s", (uid, bank_id)).fetchone()
+        rules.visible_row(principal, bank_id, uid, row, None)
+        return {"revisions": unit_edits.revisions(conn, uid),
+                "feedback": feedback.counts(conn, uid)}

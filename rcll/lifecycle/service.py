@@ -31,6 +31,10 @@ class Lifecycle:
         """See :func:`rcll.lifecycle.read.read`."""
         return read.read(self.ctx, principal, bank_id, unit_id, purpose)
 
+    def history(self, principal: Principal, bank_id: str, unit_id: str) -> dict:
+        """See :func:`rcll.lifecycle.read.history` (earlier revisions and feedback)."""
+        return read.history(self.ctx, principal, bank_id, unit_id)
+
     def remember(self, principal: Principal, bank_id: str, unit: dict) -> dict:
         """See :func:`rcll.lifecycle.remember.remember` (HTTP: 201)."""
         return remember.remember(self.ctx, principal, bank_id, unit)

@@ -214,14 +214,15 @@ def list_units(conn: Connection, bank_id: str, limit: int, offset: int, *,
                visible: Visible = ALL_VISIBLE, kinds: Sequence[str] | None = None,
                q: str | None = None, document_id: str | None = None,
                tags: Sequence[str] | None = None, tags_match: str = "any",
-               entity_id: str | None = None, state: str | None = None
+               entity_id: str | None = None, state: str | None = None,
+               room: str | None = None, hall: str | None = None
                ) -> tuple[list[dict], int]:
     """One page of the bank's units the caller sees, newest first (ties by id), with the
     total. Filters: ``kinds``; ``q`` (text contains, case-insensitive); ``document_id`` (the
     caller's id); ``tags`` (any of them); ``state`` ``valid`` (default: live units) or
     ``invalidated`` (superseded or invalidated ones); ``tags`` with ``tags_match`` as
     recall's (:data:`rcll.search.scope.TAGS_SQL`); ``entity_id``: units mentioning that
-    entity. Rows: id, text, context, kind, room,
+    entity; ``room`` / ``hall``: units in that room / hall. Rows: id, text, context, kind, room,
     hall, layer, document_id, chunk_id, tags, metadata, occurred_start/end, mentioned_at,
     created_at, invalidated_reason, superseded_by_id, audience, purposes, revision,
     entity_names."""
@@ -250,6 +251,12 @@ def list_units(conn: Connection, bank_id: str, limit: int, offset: int, *,
         where.append("EXISTS (SELECT 1 FROM unit_entities ue WHERE ue.unit_id = u.id "
                      "AND ue.entity_id = %(ent)s::uuid)")
         params["ent"] = entity_id
+    if room:
+        where.append("u.room = %(room)s")
+        params["room"] = room
+    if hall:
+        where.append("u.hall = %(hall)s")
+        params["hall"] = hall
     clause = " AND ".join(where)
     base = "FROM memory_units u LEFT JOIN documents d ON d.id = u.document_id"
     rows = conn.execute(
@@ -294,6 +301,22 @@ def tags(conn: Connection, bank_id: str, limit: int, offset: int, *,
     total = conn.execute(f"SELECT count(*) AS n FROM ({inner}) t {tag_where}",
                          params).fetchone()["n"]
     return [{"tag": r["tag"], "count": int(r["count"])} for r in rows], total
+
+
+def room_hall_counts(conn: Connection, bank_id: str, *,
+                     visible: Visible = ALL_VISIBLE) -> list[dict]:
+    """The bank's live units the caller sees, counted per (room, hall):
+    ``[{"room": str | None, "hall": str | None, "n": int}]`` (unclassified units have
+    ``None``), ordered by room then hall."""
+    vis, params = _vis(visible)
+    params["bank"] = bank_id
+    rows = conn.execute(
+        f"""SELECT u.room, u.hall, count(*) AS n FROM memory_units u
+            WHERE u.bank_id = %(bank)s AND {vis} AND u.superseded_by_id IS NULL
+              AND u.invalidated_reason IS NULL
+            GROUP BY u.room, u.hall ORDER BY u.room NULLS LAST, u.hall NULLS LAST""",
+        params).fetchall()
+    return [{"room": r["room"], "hall": r["hall"], "n": int(r["n"])} for r in rows]
 
 
 def stats(conn: Connection, bank_id: str, *, visible: Visible = ALL_VISIBLE) -> dict:

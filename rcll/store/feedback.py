@@ -30,6 +30,15 @@ def worth(success: int, failure: int) -> float | None:
     return None if n == 0 else success / n
 
 
+def counts(conn: Connection, unit_id: str) -> dict:
+    """The unit's outcomes: ``{"success", "failure", "worth"}`` (zeros and ``None`` when it
+    has none)."""
+    row = conn.execute("SELECT success, failure FROM unit_feedback WHERE unit_id = %s",
+                       (unit_id,)).fetchone()
+    s, f = (int(row["success"]), int(row["failure"])) if row else (0, 0)
+    return {"success": s, "failure": f, "worth": worth(s, f)}
+
+
 def parse_outcome(value) -> str:
     """``value`` if it is ``"success"`` or ``"failure"``; else :class:`InvalidInput` (400,
     code ``invalid_outcome``)."""

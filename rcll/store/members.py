@@ -102,6 +102,19 @@ def key_for_auth(conn: Connection, prefix: str) -> dict | None:
         (prefix,)).fetchone()
 
 
+def key_for_session(conn: Connection, key_id: str) -> dict | None:
+    """As :func:`key_for_auth`, found by the key's id (a web session holds the id, never
+    the key); ``None`` when no key has that id."""
+    return conn.execute(
+        """SELECT k.id::text AS key_id, k.key_hash, k.revoked_at, m.id AS member_id,
+                  m.is_admin, m.default_purposes, m.disabled_at,
+                  coalesce((SELECT json_agg(json_build_object('bank_id', g.bank_id,
+                                   'role', g.role, 'purposes', g.purposes))
+                            FROM bank_grants g WHERE g.member_id = m.id), '[]') AS grants
+           FROM api_keys k JOIN members m ON m.id = k.member_id WHERE k.id = %s::uuid""",
+        (key_id,)).fetchone()
+
+
 def touch_key(conn: Connection, key_id: str, min_interval_s: float) -> bool:
     """Set ``last_used_at = now()`` unless it was set less than ``min_interval_s`` ago;
     whether a row changed."""

@@ -72,6 +72,16 @@ def keep_revision(conn: Connection, row: dict, changed_by: str | None) -> None:
         (row["id"], row["revision"], row["text"], Jsonb(_fields(row)), changed_by))
 
 
+def revisions(conn: Connection, unit_id: str) -> list[dict]:
+    """The unit's earlier revisions, newest first: ``[{"revision", "text", "fields",
+    "changed_by", "changed_at"}]`` (ISO time; the revision each one was before it was
+    replaced)."""
+    rows = conn.execute(
+        """SELECT revision, text, fields, changed_by, changed_at FROM memory_unit_revisions
+           WHERE unit_id = %s ORDER BY revision DESC""", (unit_id,)).fetchall()
+    return [{**r, "changed_at": r["changed_at"].isoformat()} for r in rows]
+
+
 def update(conn: Connection, unit_id: str, revision: int, changes: dict,
            token_count: int | None = None) -> int | None:
     """Apply ``changes`` (keys of :data:`EDITABLE`) and ``revision + 1``, only if the unit is

@@ -1,0 +1,278 @@
+"""The web screens end to end in headless Chromium (tests/web/conftest.py): sign-in, a bank
+and a memory with its provenance, forget with confirmation, what another member may not see,
+CSRF, escaping, dedup review, a job; each screen saved to docs/screenshots/."""
+
+from __future__ import annotations
+
+import io
+import re
+
+from playwright.sync_api import expect
+
+from tests.access.conftest import ADMIN_KEY, make_member
+from tests.web.conftest import BANK, OTHER, SCRIPT_TEXT, shot, sign_in
+
+
+def test_sign_in_keeps_the_key_server_side(page, data, base_url):
+    page.goto("/")
+    expect(page).to_have_url(re.compile(r"/ui/signin"))
+    shot(page, "signin")
+    page.get_by_label("API key").fill("rcll_000000000000_" + "x" * 43)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_test_id("error")).to_contain_text("not valid")
+    sign_in(page, data["bob"])
+    expect(page).to_have_url(re.compile(r"/ui/banks$"))
+    expect(page.get_by_test_id("member")).to_have_text("bob")
+    expect(page.get_by_role("link", name=BANK, exact=True)).to_be_visible()
+    expect(page.get_by_role("link", name=OTHER, exact=True)).to_have_count(0)  # no grant
+    cookies = {c["name"]: c for c in page.context.cookies()}
+    c = cookies["rcll_session"]
+    assert c["httpOnly"] and c["sameSite"] == "Lax"
+    assert data["bob"] not in c["value"] and data["bob"].split("_")[1] not in c["value"]
+    page.get_by_role("button", name="Sign out").click()
+    expect(page).to_have_url(re.compile(r"/ui/signin"))
+    page.goto("/ui/banks")  # the old session is gone server-side
+    expect(page).to_have_url(re.compile(r"/ui/signin"))
+
+
+def test_bank_grid_and_a_memory_with_its_provenance(page, data):
+    sign_in(page, ADMIN_KEY)
+    shot(page, "banks")
+    page.get_by_role("link", name=BANK, exact=True).click()
+    expect(page.get_by_role("heading", name=f"Bank {BANK}")).to_be_visible()
+    assert int(page.get_by_test_id("count-units").inner_text()) >= 5
+    assert int(page.get_by_test_id("count-documents").inner_text()) >= 5
+    shot(page, "bank")
+    cells = page.locator("table.grid td a")
+    assert cells.count() >= 1
+    cells.first.click()
+    expect(page.get_by_role("heading", name=re.compile("^Memories"))).to_be_visible()
+    shot(page, "units")
+    page.goto(f"/ui/banks/{BANK}/units/{data['ids']['deploy']}")
+    expect(page.get_by_test_id("unit-text")).to_contain_text("deploy pipeline")
+    prov = page.get_by_test_id("provenance-document")
+    expect(prov).to_have_text("runbook")
+    expect(page.get_by_test_id("provenance")).to_contain_text("Chunk")
+    shot(page, "memory")
+    prov.click()
+    expect(page.get_by_role("heading", name="Document runbook")).to_be_visible()
+    expect(page.locator("ol.doc-units li")).to_have_count(1)
+    shot(page, "document")
+    page.goto(f"/ui/banks/{BANK}/documents")
+    shot(page, "documents")
+    page.goto(f"/ui/banks/{BANK}/entities")
+    shot(page, "entities")
+    first = page.locator("table tbody a").first
+    name = first.inner_text()
+    first.click()
+    expect(page.get_by_role("heading", name=name, exact=True)).to_be_visible()
+    expect(page.get_by_role("heading", name=re.compile("^Mentioned in"))).to_be_visible()
+    shot(page, "entity")
+
+
+def test_forget_asks_first_and_the_unit_leaves_recall(page, data):
+    sign_in(page, ADMIN_KEY)
+    unit_id = data["ids"]["maya"]
+    page.goto(f"/ui/banks/{BANK}/recall?query=Maya+dashboard+theme")
+    results = page.get_by_test_id("recall-results")
+    expect(results).to_contain_text("blue dashboard theme")
+    expect(page.get_by_test_id("timings")).to_be_visible()
+    shot(page, "recall")
+    page.goto(f"/ui/banks/{BANK}/units/{unit_id}")
+    page.get_by_role("link", name="Forget…").click()
+    expect(page.get_by_role("heading", name="Forget this memory?")).to_be_visible()
+    shot(page, "forget-confirm")
+    page.get_by_label("Reason").fill("test: no longer true")
+    page.get_by_role("button", name="Forget it").click()
+    expect(page.get_by_role("status").first).to_contain_text("Forgotten")
+    page.goto(f"/ui/banks/{BANK}/recall?query=Maya+dashboard+theme")
+    expect(page.get_by_test_id("recall-summary")).to_be_visible()
+    expect(page.get_by_test_id("recall-results")).not_to_contain_text("blue dashboard theme")
+    page.goto(f"/ui/banks/{BANK}/units/{unit_id}")  # the tombstone
+    expect(page.get_by_text("This memory was forgotten")).to_be_visible()
+
+
+def test_a_member_never_sees_a_unit_it_may_not(page, data):
+    secret = data["secret_text"]
+    sign_in(page, data["carol"])  # its owner sees it
+    page.goto(f"/ui/banks/{BANK}/units/{data['secret']}")
+    expect(page.get_by_test_id("unit-text")).to_contain_text(secret)
+    page.get_by_role("button", name="Sign out").click()
+    sign_in(page, data["bob"])
+    for url in (f"/ui/banks/{BANK}", f"/ui/banks/{BANK}/units", f"/ui/banks/{BANK}/documents",
+                f"/ui/banks/{BANK}/recall?query=vault+combination+plant",
+                f"/ui/banks/{BANK}/entities", f"/ui/banks/{BANK}/dedup", "/ui/jobs",
+                f"/ui/banks/{BANK}/units?q=vault"):
+        page.goto(url)
+        assert secret not in page.content(), url
+    resp = page.goto(f"/ui/banks/{BANK}/units/{data['secret']}")
+    assert resp.status == 404 and secret not in page.content()
+    resp = page.goto(f"/ui/banks/{OTHER}")
+    assert resp.status == 403
+    resp = page.goto("/ui/access")  # not a deployment admin
+    assert resp.status == 403
+    page.goto(f"/ui/banks/{BANK}/units/{data['ids']['deploy']}")  # read role: no actions
+    expect(page.get_by_role("button", name="Correct")).to_have_count(0)
+
+
+def test_a_form_without_its_csrf_token_is_refused(page, data):
+    sign_in(page, ADMIN_KEY)
+    unit_id = data["ids"]["deploy"]
+    url = f"/ui/banks/{BANK}/units/{unit_id}/forget"
+    for form in ({"confirm": "yes"}, {"confirm": "yes", "csrf_token": "forged"}):
+        r = page.request.post(url, form=form, max_redirects=0)
+        assert r.status == 403, r.status
+        assert "CSRF" in r.text()
+    page.goto(f"/ui/banks/{BANK}/units/{unit_id}")  # still there
+    expect(page.get_by_test_id("unit-text")).to_contain_text("deploy pipeline")
+    r = page.request.post("/ui/signin", form={"api_key": ADMIN_KEY}, max_redirects=0)
+    assert r.status == 403  # sign-in too (login CSRF)
+
+
+def test_a_script_in_a_memory_is_shown_as_text(page, data):
+    sign_in(page, ADMIN_KEY)
+    for url in (f"/ui/banks/{BANK}/units/{data['ids']['script']}",
+                f"/ui/banks/{BANK}/units?q=script", f"/ui/banks/{BANK}/recall?query=script"):
+        page.goto(url)
+        expect(page.get_by_text("<script>window.__pwned = 1</script>").first).to_be_visible()
+        assert page.evaluate("window.__pwned") is None
+        assert page.locator("script").count() == 1  # only app.js
+    page.goto(f"/ui/banks/{BANK}/units/{data['ids']['script']}")
+    expect(page.get_by_test_id("unit-text")).to_have_text(SCRIPT_TEXT)
+
+
+def test_dedup_review_decides_from_the_keyboard(page, data):
+    sign_in(page, ADMIN_KEY)
+    page.goto(f"/ui/banks/{BANK}/dedup")
+    left = int(page.get_by_test_id("proposals-left").inner_text())
+    assert left >= 1
+    expect(page.locator("[data-first-proposal]")).to_contain_text("Rotate the Redis password")
+    shot(page, "dedup")
+    page.keyboard.press("k")  # keep both, from the keyboard
+    expect(page.get_by_role("status").first).to_contain_text("kept apart")
+    expect(page.get_by_test_id("proposals-left")).to_have_text(str(left - 1))
+
+
+def test_a_job_is_watched_until_it_succeeds(page, data, web_app):
+    from tests.access.conftest import ADMIN
+
+    r = web_app.test_client().post(f"/v1/default/banks/{BANK}/memories", json={"items": [
+        {"content": "The on-call rotation changes every Monday at nine.",
+         "document_id": "oncall"}], "async": True}, headers=ADMIN)
+    assert r.status_code == 200, r.get_json()
+    op = r.get_json()["operation_id"]
+    sign_in(page, ADMIN_KEY)
+    page.goto(f"/ui/banks/{BANK}/jobs/{op}")
+    expect(page.get_by_test_id("job-state")).to_have_text("succeeded", timeout=120_000)
+    shot(page, "job")
+    expect(page.get_by_test_id("job-counts")).to_contain_text("units created")
+
+    r = web_app.test_client().post(  # a file that cannot be converted: a failed job
+        f"/v1/default/banks/{BANK}/files/retain", headers=ADMIN,
+        data={"files": [(io.BytesIO(b"%PDF-1.4 this is not really a pdf"), "broken.pdf")]},
+        content_type="multipart/form-data")
+    assert r.status_code == 200, r.get_json()
+    failed = r.get_json()["operation_ids"][0]
+    page.goto(f"/ui/banks/{BANK}/jobs/{failed}")
+    expect(page.get_by_test_id("job-state")).to_have_text("failed", timeout=120_000)
+    expect(page.get_by_test_id("job-error")).to_contain_text("broken.pdf: cannot convert")
+    shot(page, "job-failed")
+    page.goto(f"/ui/jobs?bank_id={BANK}")
+    expect(page.get_by_test_id("job-state").first).to_be_visible()
+    expect(page.locator("table")).to_contain_text("failed")
+    shot(page, "jobs")
+
+
+def test_access_screen_shows_a_new_key_once(page, data):
+    sign_in(page, ADMIN_KEY)
+    page.goto("/ui/access")
+    page.get_by_label("Member id").fill("dave")
+    page.get_by_role("button", name="Create").click()
+    expect(page.get_by_role("status").first).to_contain_text("Member created")
+    page.get_by_label("Label").last.fill("laptop")
+    page.locator("tr", has_text="dave").get_by_role("button", name="Issue key").click()
+    key = page.get_by_test_id("new-key").inner_text()
+    assert key.startswith("rcll_")
+    page.get_by_test_id("new-key").evaluate(  # no working-looking key in a committed image
+        "el => el.textContent = 'rcll_0123456789ab_' + 'x'.repeat(43)")
+    shot(page, "access")
+    page.goto("/ui/access")
+    assert key not in page.content()  # shown once
+    page.goto(f"/ui/banks/{BANK}/access")
+    expect(page.get_by_role("heading", name=f"Grants on {BANK}")).to_be_visible()
+    page.get_by_label("Member id").fill("dave")
+    page.get_by_label("Role").select_option("read")
+    page.get_by_role("button", name="Set grant").click()
+    expect(page.get_by_role("status").first).to_contain_text("Grant set")
+    expect(page.locator("table").first).to_contain_text("dave")
+    expect(page.locator("table").last).to_contain_text("grant.set")  # the audit log
+    shot(page, "bank-access")
+    page.get_by_role("button", name="Revoke the grant of dave").click()
+    expect(page.get_by_role("status").first).to_contain_text("Grant revoked")
+    expect(page.locator("table").first).not_to_contain_text("dave")
+
+
+def test_auth_off_shows_the_banner_and_needs_no_sign_in(client):
+    r = client.get("/ui/banks")
+    assert r.status_code == 200
+    assert b"Authentication is OFF" in r.data
+    assert client.get("/").status_code == 302
+    assert client.get("/admin").headers["Location"] == "/ui/access"
+
+
+def test_correct_is_revision_checked_and_supersede_opens_the_new_memory(page, data):
+    sign_in(page, data["carol"])  # write role
+    unit_id = data["secret"]
+    page.goto(f"/ui/banks/{BANK}/units/{unit_id}")
+    token = page.locator("input[name=csrf_token]").first.get_attribute("value")
+    page.get_by_label(re.compile("Correct the text")).fill(
+        "Carol's private note: the vault combination is under the plant (corrected).")
+    page.get_by_role("button", name="Correct", exact=True).click()
+    expect(page.get_by_role("status").first).to_contain_text("Corrected")
+    expect(page.get_by_label(re.compile("Correct the text"))).to_be_visible()
+    assert "revision 2" in page.content()
+    expect(page.get_by_test_id("revisions")).to_contain_text("under the plant.")  # revision 1
+    page.get_by_role("button", name="It helped").click()
+    expect(page.get_by_test_id("feedback")).to_contain_text("1 helped")
+    stale = page.request.post(f"/ui/banks/{BANK}/units/{unit_id}/correct", max_redirects=0,
+                              form={"csrf_token": token, "revision": "1", "text": "stale"})
+    assert stale.status == 409 and "revision_conflict" in stale.text()
+    page.get_by_label("Supersede with a new memory").fill(
+        "Carol's private note: the vault moved to the safe.")
+    page.get_by_role("button", name="Supersede").click()
+    expect(page.get_by_test_id("unit-text")).to_have_text(
+        "Carol's private note: the vault moved to the safe.")
+    page.goto(f"/ui/banks/{BANK}/units/{unit_id}")
+    expect(page.get_by_text("Superseded by")).to_be_visible()
+
+
+def test_revoking_the_key_ends_its_web_session(page, data, web_app):
+    from tests.access.conftest import ADMIN
+
+    api = web_app.test_client()
+    key = make_member(api, "erin", BANK, "read")
+    sign_in(page, key)
+    expect(page.get_by_test_id("member")).to_have_text("erin")
+    key_id = api.get("/members/erin/keys", headers=ADMIN).get_json()
+    key_id = (key_id["keys"] if isinstance(key_id, dict) else key_id)[0]["key_id"]
+    assert api.delete(f"/keys/{key_id}", headers=ADMIN).status_code == 200
+    page.goto(f"/ui/banks/{BANK}")
+    expect(page).to_have_url(re.compile(r"/ui/signin"))
+
+
+def test_a_document_is_deleted_after_its_confirmation(page, data, web_app):
+    from tests.access.conftest import ADMIN
+
+    r = web_app.test_client().post(f"/v1/default/banks/{BANK}/memories", json={"items": [
+        {"content": "Scratch note: the plotter on floor two is out of paper.",
+         "document_id": "scratch"}], "async": False}, headers=ADMIN)
+    assert r.get_json()["state"] == "succeeded", r.get_json()
+    sign_in(page, ADMIN_KEY)
+    page.goto(f"/ui/banks/{BANK}/documents/scratch")
+    expect(page.locator("ol.doc-units")).to_contain_text("plotter on floor two")
+    page.get_by_role("button", name="Delete document…").click()
+    expect(page.get_by_role("alert")).to_contain_text("Delete this document")
+    page.get_by_role("button", name="Delete it").click()
+    expect(page.get_by_role("status").first).to_contain_text("Document deleted (1 units)")
+    expect(page.locator("table")).not_to_contain_text("scratch")
+    assert page.goto(f"/ui/banks/{BANK}/documents/scratch").status == 404
