@@ -23,7 +23,8 @@ def keys(auth_app):
     api = auth_app.test_client()
     tag = uuid.uuid4().hex[:6]
     a, b = f"ra{tag}", f"rb{tag}"
-    ka = make_member(api, a, BANK, "write", purposes=["assist", "operate"],
+    # Alice is the bank's admin: making a bank-wide unit private takes that role
+    ka = make_member(api, a, BANK, "admin", purposes=["assist", "operate"],
                      default_purposes=["assist", "operate"])
     kb = make_member(api, b, BANK, "write", purposes=["assist", "operate"])
     for m in (a, b):
