@@ -197,8 +197,8 @@ def rcll_rankings(svc, queries: dict[str, str], recipes: dict, names: list[str]
         for n in names:
             t = time.perf_counter()
             # RecallQuery holds at most MAX_QUERY_CHARS (2,000): query 86 (~2,300) is cut there
-            res = recall(ctx, BANK, RecallQuery(query=text[:MAX_QUERY_CHARS], recipe=n, limit=300,
-                                                max_tokens=1_000_000), recipes=recipes)
+            req = RecallQuery(query=text[:MAX_QUERY_CHARS], limit=300, max_tokens=1_000_000)
+            res = recall(ctx, BANK, req.model_copy(update={"recipe": n}), recipes=recipes)
             info[n]["ms"].append((time.perf_counter() - t) * 1000)
             info[n]["recipe"] = res.recipe
             if getattr(res, "documents", None) is not None:
@@ -209,6 +209,51 @@ def rcll_rankings(svc, queries: dict[str, str], recipes: dict, names: list[str]
         ms = sorted(info[n].pop("ms"))
         info[n]["p50_ms"] = round(ms[len(ms) // 2], 1)
     return out, info
+
+
+def variants() -> dict:
+    """The measurements behind the ``document`` recipe's values: each one part changed."""
+    from dataclasses import replace
+
+    from rcll.search.recipes import COVERAGE, DENSE, POST, RECIPES, SESSION, Step
+    doc, full = RECIPES["document"], RECIPES["full"]
+    agg = doc.steps[0]
+    v = {
+        **{f"document dense {w}": replace(doc, name=f"document dense {w}",
+                                          weights={**doc.weights, "dense": w})
+           for w in (0.3, 0.5, 0.7, 1.5)},
+        "document sum top2": replace(doc, name="document sum top2", steps=(
+            Step.of("documents", aggregation="sum", top=2), *POST)),
+        "document sum top3": replace(doc, name="document sum top3", steps=(
+            Step.of("documents", aggregation="sum", top=3), *POST)),
+        "document - aggregation": replace(doc, name="document - aggregation", steps=POST),
+        "document with dense floor 0.3": replace(
+            doc, name="document with dense floor 0.3",
+            params={**doc.params, "dense": {"floor": 0.3}}),
+        "document with chat lexical": replace(
+            doc, name="document with chat lexical", params={"dense": DENSE}),
+        "document - query_tf": replace(
+            doc, name="document - query_tf",
+            params={**doc.params, "lexical": {"df_cutoff": 1.01}}),
+        "document + session": replace(doc, name="document + session",
+                                      steps=(SESSION, agg, *POST)),
+        "document + coverage": replace(doc, name="document + coverage",
+                                       steps=(agg, COVERAGE, *POST)),
+        "document + chat steps": replace(doc, name="document + chat steps", steps=(
+            agg, *[s for s in full.steps if s.name not in ("worth", "l0",
+                                                          "collapse_duplicates")], *POST)),
+        "document + temporal + graph": replace(
+            doc, name="document + temporal + graph",
+            channels=(*doc.channels, "temporal", "graph"),
+            weights={**doc.weights, "temporal": 0.3, "graph": 0.1}),
+        "full with document lexical": replace(
+            full, name="full with document lexical",
+            params={**full.params, "lexical": RECIPES["document"].params["lexical"]}),
+    }
+    return v
+
+
+VARIANTS = variants
 
 
 def main() -> None:
@@ -239,6 +284,7 @@ def main() -> None:
     if args.variants:
         mod, attr = args.variants.split(":")
         extra = getattr(__import__(mod, fromlist=[attr]), attr)
+        extra = extra() if callable(extra) else extra
         recipes.update(extra)
         names += [n for n in extra if n not in names]
     # "default": no recipe named, so the bank's own rule picks it (None → per-bank default)

@@ -140,3 +140,22 @@ RECIPES: dict[str, Recipe] = {
 }
 
 DEFAULT_RECIPE = "full"
+
+# -- documents (issue 22) ------------------------------------------------------------------
+# The lexical channel as plain BM25 over documents: every query term kept (df_cutoff above
+# 1: no common-term pruning) and weighed by its frequency in the query (query_tf). CISI
+# (benchmarks/results/cisi.json, lexical channel alone, document rank by first unit):
+# nDCG@10 0.283 with the chat settings (df_cutoff 0.15, distinct terms), 0.334 without
+# pruning, 0.361 with query_tf but pruning, 0.402 with both; rank-bm25 over whole
+# documents 0.362.
+LEXICAL_DOCUMENTS = {"query_tf": True, "df_cutoff": 1.01}
+DOCUMENT_AGGREGATION = Step.of("documents", aggregation="maxp")
+RECIPES["document"] = Recipe(
+    "document", ("dense", "lexical"), {"dense": 1.0, "lexical": 1.0},
+    steps=(DOCUMENT_AGGREGATION, *POST),
+    params={"dense": DENSE, "lexical": LEXICAL_DOCUMENTS})
+
+# The recipe a recall naming none gets, by the bank's kind (rcll.search.documents.bank_kind:
+# document chunks vs conversation turns in a sample of its units); None: the deployment's
+# default (RCLL_RECALL_RECIPE).
+RECIPE_BY_KIND: dict[str, str | None] = {"documents": "document", "conversation": None}
