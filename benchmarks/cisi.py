@@ -138,7 +138,7 @@ def rrf_rankings(*lists: dict[str, list[str]], k: int = 60) -> dict[str, list[st
 
 
 # -- RCLL ----------------------------------------------------------------------------------
-def services(state: Path, port: int, reuse: bool):
+def services(state: Path, port: int, reuse: bool, name: str = "cisi_bench"):
     from rcll.bootstrap import bootstrap
     from rcll.dev import postgres
     from rcll.dev.scratch import scratch_database
@@ -146,12 +146,12 @@ def services(state: Path, port: int, reuse: bool):
     if reuse:
         from rcll.config import Settings
         s = Settings(state_dir=state, pg_port=port,
-                     database_url=f"postgresql://rcll@127.0.0.1:{port}/cisi_bench")
+                     database_url=f"postgresql://rcll@127.0.0.1:{port}/{name}")
         postgres.start(s, log=lambda *_: None)
         from rcll.store import migrate
         migrate.upgrade(s)
     else:
-        s = scratch_database(state, port, "cisi_bench")
+        s = scratch_database(state, port, name)
     # no Redis: tier 1 is not used in-process; its invalidation after a write is best effort
     s = s.model_copy(update={"redis_url": "redis://127.0.0.1:1/0", "metrics_port": 0})
     import logging
@@ -265,7 +265,9 @@ def main() -> None:
     ap.add_argument("--port", type=int, default=55471)
     ap.add_argument("--reuse", action="store_true",
                     help="reuse the bank a previous run ingested (same --state-dir)")
-    ap.add_argument("--recipes", default="default,full,hybrid,dense,lexical",
+    ap.add_argument("--recipes",
+                    default="default,full,hybrid,dense,lexical,document,document_lexical,"
+                            "document_dense",
                     help="RCLL recipes to run ('default': what the bank gets with none named)")
     ap.add_argument("--variants", default="",
                     help="module:attr of a {name: Recipe} dict to run too (measurements)")
