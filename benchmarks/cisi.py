@@ -256,6 +256,27 @@ def variants() -> dict:
 VARIANTS = variants
 
 
+def set_chunk_context(svc, on: bool, saved: dict | None = None) -> dict:
+    """Chunk context off (``on`` False: every heading of the bank cleared, its units
+    re-embedded from their text alone; returns ``{unit id: heading}``) or back on (the
+    ``saved`` headings restored and re-embedded) — the same bank measured both ways."""
+    from rcll.retain.pipeline import embed_missing
+    with svc.pool.connection() as conn, conn.transaction():
+        if not on:
+            saved = {r["id"]: r["heading"] for r in conn.execute(
+                """SELECT id::text AS id, heading FROM memory_units
+                   WHERE bank_id = %s AND heading IS NOT NULL""", (BANK,)).fetchall()}
+        ids = list(saved)
+        conn.execute("""UPDATE memory_units u SET heading = x.h
+                        FROM unnest(%s::uuid[], %s::text[]) AS x(id, h) WHERE u.id = x.id""",
+                     (ids, [saved[i] if on else None for i in ids]))
+        conn.execute("DELETE FROM memory_embeddings WHERE unit_id = ANY(%s::uuid[])", (ids,))
+    embed_missing(svc.retain_context(), bank_id=BANK)
+    with svc.pool.connection() as conn:
+        conn.execute("ANALYZE memory_units")
+    return saved
+
+
 def main() -> None:
     from rcll.search.recipes import RECIPES
 
@@ -271,6 +292,8 @@ def main() -> None:
                     help="RCLL recipes to run ('default': what the bank gets with none named)")
     ap.add_argument("--variants", default="",
                     help="module:attr of a {name: Recipe} dict to run too (measurements)")
+    ap.add_argument("--context-ablation", default="document,document_lexical,document_dense",
+                    help="recipes also run with the chunk context cleared (then restored)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "cisi.json"))
     args = ap.parse_args()
     docs, queries, qrels = load(Path(args.data))
@@ -306,6 +329,17 @@ def main() -> None:
         label = f"rcll default ({info[key]['recipe']})" if n == "default" else f"rcll {n}"
         rankings[label] = ran[key]
         info[label] = info.pop(key)
+    if args.context_ablation:
+        abl = [n for n in args.context_ablation.split(",") if n]
+        saved = set_chunk_context(svc, False)
+        try:
+            ran_off, info_off = rcll_rankings(svc, queries, lookup, abl)
+        finally:
+            set_chunk_context(svc, True, saved)
+        for n in abl:
+            label = f"rcll {n} (no chunk context)"
+            rankings[label], info[label] = ran_off[n], info_off[n]
+        info["chunk context"] = {"units_with_heading": len(saved)}
     table = {}
     for label, r in rankings.items():
         table[label] = {**mean([score(r[q], qrels[q]) for q in queries]), **info.get(label, {})}

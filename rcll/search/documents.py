@@ -15,7 +15,9 @@ the documents of its results (:class:`rcll.search.models.RecallResult`).
 which one it gets (:data:`rcll.search.recipes.RECIPE_BY_KIND`): a sample of its live units
 is read and each classified as a conversation turn (its text opens with a speaker label,
 :func:`rcll.search.speaker.unit_speaker` — the chunker keeps the label on every part of a
-split turn) or a document chunk (a ``chunk`` unit without one); a bank whose document
+split turn) or a document chunk (a ``chunk`` unit without one, of at least
+:data:`DOCUMENT_MIN_TOKENS` tokens — a short note, "I hiked in the Alps with friends.",
+is neither); a bank whose document
 chunks outnumber its turns and make at least :data:`DOCUMENT_SHARE` of the sample is a
 ``documents`` bank, every other bank (turns, facts, notes, empty) ``conversation``.
 """
@@ -36,18 +38,24 @@ AGGREGATIONS = ("maxp", "sum")
 # memory_units_bank_live index) and the least share of document chunks among them.
 KIND_SAMPLE = 200
 DOCUMENT_SHARE = 0.5
+# A document chunk is at least this long (tokens; characters / 4 when the count is not
+# stored): twice CONTEXT_MAX_AVGDL, the length under which units borrow their neighbours'
+# words — notes and chat turns are shorter (LoCoMo turns 14.8 tokens on average), CISI's
+# abstracts longer (140.9 on average, benchmarks/results/cisi.json).
+DOCUMENT_MIN_TOKENS = 48
 # How long one process trusts a bank's kind (seconds): a bank seldom changes kind, and the
 # sample costs a read per recall otherwise.
 KIND_TTL_S = 300.0
 
 
-def classify(texts_kinds: list[tuple[str, str]]) -> dict:
+def classify(units: list[tuple[str, str, int]]) -> dict:
     """``{"kind": "documents" | "conversation", "turns", "document_chunks", "sampled"}`` of
-    a sample of units given as ``(text head, unit kind)``."""
-    turns = sum(1 for text, _ in texts_kinds if unit_speaker(text) is not None)
-    chunks = sum(1 for text, kind in texts_kinds
-                 if kind == "chunk" and unit_speaker(text) is None)
-    n = len(texts_kinds)
+    a sample of units given as ``(text head, unit kind, tokens)``."""
+    turns = sum(1 for text, _, _ in units if unit_speaker(text) is not None)
+    chunks = sum(1 for text, kind, tokens in units
+                 if kind == "chunk" and tokens >= DOCUMENT_MIN_TOKENS
+                 and unit_speaker(text) is None)
+    n = len(units)
     kind = "documents" if n and chunks > turns and chunks >= DOCUMENT_SHARE * n else \
         "conversation"
     return {"kind": kind, "turns": turns, "document_chunks": chunks, "sampled": n}
@@ -61,11 +69,12 @@ def bank_kind(conn: Connection, bank_id: str, cache: dict | None = None,
     if cache is not None and bank_id in cache and now - cache[bank_id][0] < ttl_s:
         return cache[bank_id][1]
     rows = conn.execute(
-        """SELECT left(u.text, 80) AS head, u.kind FROM memory_units u
+        """SELECT left(u.text, 80) AS head, u.kind,
+                  coalesce(u.token_count, length(u.text) / 4) AS tokens FROM memory_units u
            WHERE u.bank_id = %s AND u.superseded_by_id IS NULL
              AND u.invalidated_reason IS NULL
            ORDER BY u.sample_key LIMIT %s""", (bank_id, KIND_SAMPLE)).fetchall()
-    answer = classify([(r["head"], r["kind"]) for r in rows])
+    answer = classify([(r["head"], r["kind"], int(r["tokens"])) for r in rows])
     if cache is not None:
         cache[bank_id] = (now, answer)
     return answer

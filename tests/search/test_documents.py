@@ -27,17 +27,19 @@ def test_maxp_ranks_the_document_of_the_best_chunk_first():
 
 
 def test_bank_kind_of_turns_and_of_document_chunks():
-    turns = [("Ana: My garden has tomatoes.", "chunk"), ("Ben: Basil too.", "chunk"),
-             ("user: what did I buy?", "chunk")]
-    docs = [("Indexing of scientific abstracts\n\nA study of", "chunk"),
-            ("The catalogue of a library holds", "chunk"), ("Ana: a quote", "chunk")]
+    turns = [("Ana: My garden has tomatoes.", "chunk", 7), ("Ben: Basil too.", "chunk", 5),
+             ("user: what did I buy?", "chunk", 80)]
+    docs = [("Indexing of scientific abstracts\n\nA study of", "chunk", 140),
+            ("The catalogue of a library holds", "chunk", 60), ("Ana: a quote", "chunk", 60)]
     assert classify(turns) == {"kind": "conversation", "turns": 3, "document_chunks": 0,
                                "sampled": 3}
     assert classify(docs) == {"kind": "documents", "turns": 1, "document_chunks": 2,
                               "sampled": 3}
     assert classify([])["kind"] == "conversation"
-    # facts and notes are no document chunks: a bank of them keeps the chat recipe
-    assert classify([("Ana likes tomatoes", "fact"), ("Ben likes basil", "fact")])["kind"] \
+    # facts and short notes are no document chunks: a bank of them keeps the chat recipe
+    assert classify([("Ana likes tomatoes", "fact", 4), ("Ben likes basil", "fact", 4)]
+                    )["kind"] == "conversation"
+    assert classify([("I hiked in the Alps with friends.", "chunk", 9)] * 5)["kind"] \
         == "conversation"
 
 
@@ -82,3 +84,40 @@ def test_document_bank_gets_the_document_recipe_and_ranks_documents(client, serv
     # a recipe named in the request is run whatever the bank's kind
     named = recall(ctx, "docs22", RecallQuery(query="indexing", recipe="full"))
     assert named.recipe == "full" and named.bank_kind is None
+
+
+def test_chunk_context_reaches_lexical_and_dense_input_not_the_text(client, services):
+    from rcll.models.embedder import embed_input
+    from rcll.retain.chunking import chunk_headings
+
+    # a titled document long enough for several chunks; "Palimpsest" is only in the title
+    body = "\n\n".join(f"Paragraph {i} describes shelving rules for the stacks in detail. " * 6
+                       for i in range(12))
+    content = "Palimpsest conservation\n\n" + body
+    _retain(client, "ctx22", [{"content": content, "document_id": "doc-p"}])
+    with services.pool.connection() as conn:
+        rows = conn.execute(
+            """SELECT u.id::text AS id, u.text, u.heading, c.index FROM memory_units u
+               JOIN chunks c ON c.id = u.chunk_id WHERE u.bank_id = 'ctx22'
+               ORDER BY c.index""").fetchall()
+    assert len(rows) >= 2
+    # the first chunk holds the title itself; every later one carries it as its heading
+    assert rows[0]["heading"] is None and rows[0]["text"].startswith("Palimpsest")
+    assert all(r["heading"] == "Palimpsest conservation" for r in rows[1:])
+    assert all("Palimpsest" not in r["text"] for r in rows[1:])
+    assert chunk_headings(content, [r["text"] for r in rows]) == [r["heading"] for r in rows]
+    # dense input: heading, blank line, text; a unit without heading embeds its text alone
+    assert embed_input(rows[1]["text"], rows[1]["heading"]) == \
+        "Palimpsest conservation\n\n" + rows[1]["text"]
+    assert embed_input("Ana: hello", None) == "Ana: hello"
+    # lexical: the title word finds every chunk; the returned text is the chunk's own
+    ctx = services.recall_context()
+    res = recall(ctx, "ctx22", RecallQuery(query="palimpsest", recipe="document_lexical",
+                                           limit=50))
+    # (the chunks are near-duplicates: post-processing collapses them into the first found)
+    found = [r["id"] for r in res.results] + [c for r in res.results for c in r["collapsed"]]
+    assert sorted(found) == sorted(r["id"] for r in rows)
+    texts = {r["id"]: r["text"] for r in rows}
+    assert all(r["text"] == texts[r["id"]] for r in res.results)
+    # a conversation gets no heading
+    assert chunk_headings("Ana: hi\n\n" + "x " * 600, ["a", "b"]) == [None, None]
