@@ -256,16 +256,33 @@ def variants() -> dict:
 VARIANTS = variants
 
 
-def set_chunk_context(svc, on: bool, saved: dict | None = None) -> dict:
-    """Chunk context off (``on`` False: every heading of the bank cleared, its units
-    re-embedded from their text alone; returns ``{unit id: heading}``) or back on (the
-    ``saved`` headings restored and re-embedded) — the same bank measured both ways."""
+def headings(svc, docs: dict[str, dict]) -> dict[str, str]:
+    """``{unit id: heading}`` the chunk context gives the bank's chunks
+    (:func:`rcll.retain.chunking.chunk_headings` of each document, title = its .T field)."""
+    from rcll.retain.chunking import chunk_headings
+    with svc.pool.connection() as conn:
+        rows = conn.execute(
+            """SELECT u.id::text AS id, u.text, d.document_id AS doc FROM memory_units u
+               JOIN documents d ON d.id = u.document_id JOIN chunks c ON c.id = u.chunk_id
+               WHERE u.bank_id = %s ORDER BY d.document_id, c.index""", (BANK,)).fetchall()
+    by_doc: dict[str, list] = {}
+    for r in rows:
+        by_doc.setdefault(r["doc"], []).append(r)
+    out = {}
+    for d, units in by_doc.items():
+        for u, h in zip(units, chunk_headings(content(docs[d]), [u["text"] for u in units],
+                                              docs[d]["title"]), strict=True):
+            if h:
+                out[u["id"]] = h
+    return out
+
+
+def set_chunk_context(svc, on: bool, saved: dict) -> dict:
+    """Chunk context on (the ``saved`` ``{unit id: heading}`` written, those units
+    re-embedded with it) or off (cleared, re-embedded from their text alone) — the same
+    bank measured both ways."""
     from rcll.retain.pipeline import embed_missing
     with svc.pool.connection() as conn, conn.transaction():
-        if not on:
-            saved = {r["id"]: r["heading"] for r in conn.execute(
-                """SELECT id::text AS id, heading FROM memory_units
-                   WHERE bank_id = %s AND heading IS NOT NULL""", (BANK,)).fetchall()}
         ids = list(saved)
         conn.execute("""UPDATE memory_units u SET heading = x.h
                         FROM unnest(%s::uuid[], %s::text[]) AS x(id, h) WHERE u.id = x.id""",
@@ -293,7 +310,8 @@ def main() -> None:
     ap.add_argument("--variants", default="",
                     help="module:attr of a {name: Recipe} dict to run too (measurements)")
     ap.add_argument("--context-ablation", default="document,document_lexical,document_dense",
-                    help="recipes also run with the chunk context cleared (then restored)")
+                    help="recipes also run with the chunk context set (then cleared: the "
+                         "write path leaves it off, rcll.search.recipes.CHUNK_CONTEXT)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "cisi.json"))
     args = ap.parse_args()
     docs, queries, qrels = load(Path(args.data))
@@ -331,13 +349,14 @@ def main() -> None:
         info[label] = info.pop(key)
     if args.context_ablation:
         abl = [n for n in args.context_ablation.split(",") if n]
-        saved = set_chunk_context(svc, False)
+        saved = headings(svc, docs)
+        set_chunk_context(svc, True, saved)
         try:
             ran_off, info_off = rcll_rankings(svc, queries, lookup, abl)
         finally:
-            set_chunk_context(svc, True, saved)
+            set_chunk_context(svc, False, saved)
         for n in abl:
-            label = f"rcll {n} (no chunk context)"
+            label = f"rcll {n} (with chunk context)"
             rankings[label], info[label] = ran_off[n], info_off[n]
         info["chunk context"] = {"units_with_heading": len(saved)}
     table = {}

@@ -22,6 +22,7 @@ from rcll.identity import chunk_keys, content_document_id, sha256
 from rcll.models.embedder import EmbedderHandle, embed_input, input_stamp
 from rcll.models.tokenizer import TokenCounter
 from rcll.retain.chunking import chunk_headings, chunk_text
+from rcll.search.recipes import CHUNK_CONTEXT
 from rcll.retain.models import RetainItem
 from rcll.store import embeddings, jobs, units
 from rcll.store.units import UnitDraft
@@ -73,7 +74,8 @@ def drafts_for(item: RetainItem, ctx: RetainContext) -> list[UnitDraft]:
     sizes = count(chunks) if ctx.tokens.exact else [None] * len(chunks)
     keys = chunk_keys(chunks)  # a repeated chunk is a chunk of its own (rcll.identity)
     title = item.metadata.get("title") if isinstance(item.metadata.get("title"), str) else None
-    headings = chunk_headings(item.content, chunks, title)
+    headings = (chunk_headings(item.content, chunks, title) if CHUNK_CONTEXT
+                else [None] * len(chunks))
     for i, (text, size, key, heading) in enumerate(zip(chunks, sizes, keys, headings,
                                                         strict=True)):
         room, hall = ctx.classifier.classify(text, item.room, item.hall)

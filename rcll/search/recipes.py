@@ -172,6 +172,15 @@ RECIPES["document"] = Recipe(
     "document", ("dense", "lexical"), DOCUMENT_WEIGHTS,
     steps=(DOCUMENT_AGGREGATION, *POST),
     params={"dense": DENSE, "lexical": LEXICAL_DOCUMENTS})
+# Chunk context (migration 0022, rcll.retain.chunking.chunk_headings): a chunk after the
+# first carrying its document's title into the lexical vector and the embedding input.
+# Measured on CISI (cisi.json, the same bank with the 136 continuation chunks' headings set
+# and cleared, re-embedded): document 0.450 with it against 0.453 without, document_dense
+# 0.422 / 0.428, document_lexical 0.397 / 0.399 (nDCG@10) — a loss on every channel, so the
+# write path leaves it off (headings NULL: vectors and tsv as before migration 0022). Its
+# storage and both inputs stay, for collections whose chunks lose their topic without it.
+CHUNK_CONTEXT = False
+
 # Each channel of the document recipe alone (with the aggregation): what is compared with
 # its plain counterpart (rank-bm25, MiniLM cosine over whole documents) in cisi.json.
 RECIPES["document_lexical"] = Recipe("document_lexical", ("lexical",),

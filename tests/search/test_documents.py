@@ -86,10 +86,13 @@ def test_document_bank_gets_the_document_recipe_and_ranks_documents(client, serv
     assert named.recipe == "full" and named.bank_kind is None
 
 
-def test_chunk_context_reaches_lexical_and_dense_input_not_the_text(client, services):
+def test_chunk_context_reaches_lexical_and_dense_input_not_the_text(client, services,
+                                                                     monkeypatch):
     from rcll.models.embedder import embed_input
+    from rcll.retain import pipeline
     from rcll.retain.chunking import chunk_headings
 
+    monkeypatch.setattr(pipeline, "CHUNK_CONTEXT", True)  # off by default (recipes.py)
     # a titled document long enough for several chunks; "Palimpsest" is only in the title
     body = "\n\n".join(f"Paragraph {i} describes shelving rules for the stacks in detail. " * 6
                        for i in range(12))
