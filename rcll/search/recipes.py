@@ -143,16 +143,19 @@ DEFAULT_RECIPE = "full"
 
 # -- documents (issue 22) ------------------------------------------------------------------
 # Every value below was chosen on CISI (benchmarks/cisi.py → benchmarks/results/cisi.json,
-# 1,460 abstracts, 76 judged queries, nDCG@10 / recall@100 / MRR@10 of documents ranked by
-# their first unit); the held-out collection checks them separately.
+# the grids of one part changed at a time in benchmarks/results/cisi_variants.json, run with
+# ``--variants benchmarks.cisi:VARIANTS`` at dense 1.0; 1,460 abstracts, 76 judged queries,
+# nDCG@10 / recall@100 / MRR@10 of documents ranked by their first unit); the held-out
+# collection checks them separately.
 #
 # The lexical channel as plain BM25 over documents: every query term kept (df_cutoff above
 # 1: no common-term pruning — a long query about "information retrieval" loses its topic
 # words in a bank where they are in 15 % of the units) and weighed by its frequency in the
-# query (query_tf). Lexical channel alone: 0.283 with the chat settings (df_cutoff 0.15,
-# distinct terms), 0.334 without pruning, 0.361 with query_tf but pruning, 0.402 with both
-# (rank-bm25 over whole documents: 0.362). In the document recipe: chat settings 0.419,
-# without query_tf 0.434, both 0.450 (dense 1.0).
+# query (query_tf). Lexical channel alone: 0.283 with the chat settings (recipe lexical,
+# df_cutoff 0.15, distinct terms), 0.399 with both (document_lexical; rank-bm25 over whole
+# documents 0.362); each alone, measured on the channel's own ranking: 0.334 without
+# pruning, 0.361 with query_tf but pruning. In the document recipe (dense 1.0): chat
+# settings 0.419, without query_tf 0.434, both 0.450.
 LEXICAL_DOCUMENTS = {"query_tf": True, "df_cutoff": 1.01}
 # A document scored by its best chunk in each channel, the document rankings fused (MaxP).
 # Sum of the top 2 / 3 chunks: 0.365 / 0.363 (long documents win on their length);
