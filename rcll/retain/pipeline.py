@@ -22,8 +22,8 @@ from rcll.identity import chunk_keys, content_document_id, sha256
 from rcll.models.embedder import EmbedderHandle, embed_input, input_stamp
 from rcll.models.tokenizer import TokenCounter
 from rcll.retain.chunking import chunk_headings, chunk_text
-from rcll.search.recipes import CHUNK_CONTEXT
 from rcll.retain.models import RetainItem
+from rcll.search.recipes import CHUNK_CONTEXT
 from rcll.store import embeddings, jobs, units
 from rcll.store.units import UnitDraft
 

@@ -20,11 +20,11 @@ from rcll.models.embedder import EmbedderHandle
 from rcll.models.tokenizer import TokenCounter
 from rcll.search.budget import cut_to_budget
 from rcll.search.channels import CHANNELS, Channel, ChannelOutput, PreparedQuery
+from rcll.search.documents import bank_kind
 from rcll.search.fusion import rrf
 from rcll.search.models import RecallQuery, RecallResult
 from rcll.search.query_cache import QueryVectorCache
 from rcll.search.query_prep import prepare_query
-from rcll.search.documents import bank_kind
 from rcll.search.recipes import DEFAULT_RECIPE, RECIPE_BY_KIND, RECIPES, Recipe
 from rcll.search.scope import CallerScope
 from rcll.search.state import RecallState
