@@ -7,6 +7,7 @@ dropped, first occurrence kept), a gold set ``G`` (non-empty) and a cut-off ``k`
 - recall@k      = |G ∩ top_k| / |G|                  (LoCoMo "fraction of gold found")
 - recall_any@k  = 1 if |G ∩ top_k| > 0 else 0        (LongMemEval recall_any)
 - recall_all@k  = 1 if G ⊆ top_k else 0              (LongMemEval recall_all)
+- MRR@k         = 1 / rank of the first gold id in top_k (0 when none is)
 - nDCG@k        = DCG@k / IDCG@k, DCG@k = Σ_{i=1..k} rel_i / log2(i + 1),
                   IDCG@k = Σ_{i=1..min(|G|, k)} 1 / log2(i + 1), rel_i ∈ {0, 1}.
 
@@ -66,6 +67,12 @@ def ndcg_at_k(ranked_ids: Iterable[Hashable], gold: Iterable[Hashable], k: int) 
     dcg = sum(1.0 / math.log2(i + 1) for i, rid in enumerate(top, start=1) if rid in gold_set)
     idcg = sum(1.0 / math.log2(i + 1) for i in range(1, min(len(gold_set), k) + 1))
     return dcg / idcg
+
+
+def mrr_at_k(ranked_ids: Iterable[Hashable], gold: Iterable[Hashable], k: int) -> float:
+    """Reciprocal rank of the first gold id in the top ``k`` (1 / rank), 0.0 when none is."""
+    top, gold_set = _top_k(ranked_ids, gold, k)
+    return next((1.0 / i for i, rid in enumerate(top, start=1) if rid in gold_set), 0.0)
 
 
 METRIC_FUNCTIONS: dict[str, Callable[[Iterable[Hashable], Iterable[Hashable], int], float]] = {

@@ -41,6 +41,13 @@ def resolve_model_path(name: str) -> str:
     return name
 
 
+def embed_input(text: str, heading: str | None = None) -> str:
+    """What a unit's vector is computed from: its chunk context (``heading``: the document's
+    title and heading path, migration 0023) then a blank line and its text; the text alone
+    when it has none (every conversation turn: their vectors are unchanged)."""
+    return f"{heading}\n\n{text}" if heading else text
+
+
 def input_stamp(model: str) -> str:
     """A short stamp of (model, embed-input version); a changed stamp forces a rebuild."""
     return hashlib.sha256(f"{model}|{EMBED_INPUT_VERSION}".encode()).hexdigest()[:16]

@@ -168,3 +168,42 @@ def _close(pieces: list[Piece], max_tokens: int, count: Count) -> list[str]:
     if len(pieces) == 1 or count([joined])[0] <= max_tokens:
         return [joined]
     return [text for _, text in pieces]
+
+
+HEADING_LINE = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$", re.M)
+# A first paragraph this short, on one line, followed by more text is the item's title.
+TITLE_MAX_CHARS = 300
+
+
+def chunk_headings(text: str, chunks: list[str], title: str | None = None) -> list[str | None]:
+    """Each chunk's context: the item's title and the Markdown headings open where the chunk
+    starts (``"Title / Section / Subsection"``), leaving out what the chunk's text already
+    opens with; None when nothing is left — the first chunk of a titled document, every
+    chunk of a one-chunk item and of a conversation (a text opening with a speaker label).
+
+    ``title``: the item's title when given (``metadata["title"]``); otherwise the first
+    paragraph of ``text`` when it is one line of at most :data:`TITLE_MAX_CHARS` characters
+    followed by more text. ``chunks`` are :func:`chunk_text`'s, in order."""
+    text = text.strip()
+    if len(chunks) < 2 or TURN_START.match(text):
+        return [None] * len(chunks)
+    if not title:
+        first, sep, _rest = text.partition("\n\n")
+        first = first.strip()
+        title = first if sep and "\n" not in first and len(first) <= TITLE_MAX_CHARS \
+            and not HEADING_LINE.match(first) else None
+    out: list[str | None] = []
+    at = 0
+    for chunk in chunks:
+        start = text.find(chunk[:64], at)
+        start = at if start < 0 else start
+        open_: dict[int, str] = {}
+        for m in HEADING_LINE.finditer(text, 0, start):
+            level = len(m.group(1))
+            open_ = {lv: h for lv, h in open_.items() if lv < level}
+            open_[level] = m.group(2)
+        path = [p for p in ([title] if title else []) + [open_[lv] for lv in sorted(open_)]
+                if p and not chunk.lstrip("# ").startswith(p)]
+        out.append(" / ".join(dict.fromkeys(path)) or None)
+        at = start + max(len(chunk) // 2, 1)
+    return out

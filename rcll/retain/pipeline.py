@@ -19,11 +19,12 @@ from rcll.cascade import invalidation
 from rcll.db import is_transient
 from rcll.hierarchy.classifier import Classifier
 from rcll.identity import chunk_keys, content_document_id, sha256
-from rcll.models.embedder import EmbedderHandle, input_stamp
+from rcll.models.embedder import EmbedderHandle, embed_input, input_stamp
 from rcll.models.tokenizer import TokenCounter
-from rcll.retain.chunking import chunk_text
+from rcll.retain.chunking import chunk_headings, chunk_text
 from rcll.retain.markup import is_markup_only, strip_markup
 from rcll.retain.models import RetainItem
+from rcll.search.recipes import CHUNK_CONTEXT
 from rcll.store import embeddings, jobs, units
 from rcll.store.units import UnitDraft
 
@@ -85,12 +86,17 @@ def drafts_for(item: RetainItem, ctx: RetainContext) -> list[UnitDraft]:
     chunks = [c for c in chunks if not is_markup_only(c)]
     sizes = count(chunks) if ctx.tokens.exact else [None] * len(chunks)
     keys = chunk_keys(chunks)  # a repeated chunk is a chunk of its own (rcll.identity)
-    for i, (text, size, key) in enumerate(zip(chunks, sizes, keys, strict=True)):
+    title = item.metadata.get("title") if isinstance(item.metadata.get("title"), str) else None
+    headings = (chunk_headings(cleaned, chunks, title) if CHUNK_CONTEXT
+                else [None] * len(chunks))
+    for i, (text, size, key, heading) in enumerate(zip(chunks, sizes, keys, headings,
+                                                        strict=True)):
         room, hall = ctx.classifier.classify(text, item.room, item.hall)
         out.append(UnitDraft(text=text, chunk_hash=key, chunk_index=i, room=room,
                              hall=hall, layer=item.layer, context=item.context,
                              mentioned_at=item.timestamp, metadata=item.metadata, tags=item.tags,
                              token_count=size, audience=item.audience or "bank",
+                             heading=heading,
                              purposes=tuple(item.purposes or UnitDraft.purposes)))
     return out
 
@@ -319,7 +325,7 @@ def embed_missing(ctx: RetainContext, *, job_id: str | None = None, bank_id: str
                                             job_id=job_id, bank_id=bank_id, limit=batch)
         if not rows:
             return written
-        vectors = embedder.embed([r["text"] for r in rows])
+        vectors = embedder.embed([embed_input(r["text"], r.get("heading")) for r in rows])
         with ctx.pool.connection() as conn, conn.transaction():
             relaxed_commit(conn)  # a lost vector is re-made by this same function
             if job_id is not None and jobs.lock_for_work(conn, job_id) is None:

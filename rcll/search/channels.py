@@ -106,21 +106,25 @@ class LexicalChannel:
 
     def candidates(self, conn, scope, pq, ctx, context: float = 0.0,
                    context_max_avgdl: float | None = None, prf_terms: int = 0,
-                   prf_weight: float = 0.3, prf_separate: bool = False) -> ChannelOutput:
+                   prf_weight: float = 0.3, prf_separate: bool = False,
+                   query_tf: bool = False, df_cutoff: float | None = None) -> ChannelOutput:
         """``context``: weight γ of the neighbours' words (0 = the unit's own text only),
         applied in banks whose units average ≤ ``context_max_avgdl`` tokens (BM25's avgdl; None:
         all). ``prf_terms`` > 0: pseudo-relevance feedback with that many expansion terms
         at ``prf_weight`` (:func:`rcll.search.lexical.lexical_candidates`); with
         ``prf_separate`` the expanded ranking is not the channel's own but a second list,
         ``extra["feedback"]`` (fused as ``lexical_feedback``), so the query's own ranking
-        keeps the head."""
+        keeps the head. ``query_tf``: weigh each term by how often the query says it;
+        ``df_cutoff``: the recipe's common-term share (None: the deployment's
+        ``ctx.lexical_df_cutoff``; above 1 nothing is pruned)."""
         cands, info = lexical_candidates(conn, scope, pq.request.query,
                                          limit=ctx.candidates_per_channel,
-                                         df_cutoff=ctx.lexical_df_cutoff,
+                                         df_cutoff=(ctx.lexical_df_cutoff if df_cutoff is None
+                                                    else df_cutoff),
                                          context_weight=context,
                                          context_max_avgdl=context_max_avgdl,
                                          prf_terms=prf_terms, prf_weight=prf_weight,
-                                         prf_separate=prf_separate)
+                                         prf_separate=prf_separate, query_tf=query_tf)
         extra = {"feedback": info.pop("feedback")} if "feedback" in info else {}
         private = {"held": info.pop("held", {}),
                    "held_complete": info.pop("held_complete", False)}

@@ -173,6 +173,15 @@ def query_terms(conn: Connection, text: str) -> list[str]:
     return [r["lexeme"] for r in rows]
 
 
+def query_term_counts(conn: Connection, text: str) -> dict[str, int]:
+    """How often each lexical term of ``text`` occurs in it (its positions in the query's
+    tsvector), in query order: what ``query_tf`` weighs each term's idf by."""
+    rows = conn.execute(
+        "SELECT lexeme, positions[1] AS p, coalesce(array_length(positions, 1), 1) AS n "
+        "FROM unnest(rcll_lex_query_tsvector(%s)) ORDER BY 2", (text,)).fetchall()
+    return {r["lexeme"]: int(r["n"]) for r in rows}
+
+
 def _tsquery(terms: list[str]) -> str:
     return " | ".join("'" + t.replace("\\", "\\\\").replace("'", "''") + "'" for t in terms)
 
@@ -237,7 +246,8 @@ def lexical_candidates(conn: Connection, scope: CallerScope, query: str, *, limi
                        context_max_avgdl: float | None = None,
                        prf_terms: int = 0, prf_docs: int = 10,
                        prf_weight: float = 0.3,
-                       prf_separate: bool = False) -> tuple[list[Candidate], dict]:
+                       prf_separate: bool = False,
+                       query_tf: bool = False) -> tuple[list[Candidate], dict]:
     """Up to ``limit`` units of ``scope`` (bank, hierarchy filters, audience and purpose)
     by BM25 of ``query``, best first. N, avgdl and the document frequencies are counted
     over the scope's units only, so an invisible unit changes no score.
@@ -246,6 +256,10 @@ def lexical_candidates(conn: Connection, scope: CallerScope, query: str, *, limi
     (see :data:`_CONTEXT_SQL`); 0 is plain BM25 over the unit's own text. With
     ``context_max_avgdl`` the context applies only in banks whose units average at most that
     many tokens (BM25's avgdl: short chat turns; ``info["context_weight"]`` says what was applied).
+
+    ``query_tf``: each term's score is weighed by how often the query says it (BM25's
+    query-term frequency, as rank-bm25 and Lucene sum a repeated query word once per
+    occurrence); off, a term counts once however often the query repeats it.
 
     ``prf_terms`` > 0: pseudo-relevance feedback — the ``prf_docs`` best units of a first
     pass lend up to ``prf_terms`` expansion terms (:func:`_feedback_terms`), scored in a
@@ -267,7 +281,8 @@ def lexical_candidates(conn: Connection, scope: CallerScope, query: str, *, limi
     info: dict = {"terms": [], "dropped_terms": [], "n_units": 0, "scored_terms": [],
                   "exact": True}
     where, params = _scope(scope).where("u")
-    terms = query_terms(conn, query)
+    qtf = query_term_counts(conn, query) if query_tf else None
+    terms = list(qtf) if qtf is not None else query_terms(conn, query)
     if not terms:
         return [], info
     n, avgdl, sampled = _bank_stats(conn, where, params, terms, exact_stats_max, stats_sample)
@@ -311,6 +326,8 @@ def lexical_candidates(conn: Connection, scope: CallerScope, query: str, *, limi
     info["exact"] = len(scored) == len(kept) and sampled is None
     idf = [_idf(n, df[t]) for t in kept]
     info["idf"] = {t: round(w, 4) for t, w in zip(kept, idf, strict=True)}
+    if qtf is not None:
+        idf = [w * qtf[t] for t, w in zip(kept, idf, strict=True)]
     qparams = {**params, "terms": kept, "idf": idf, "tsq": _tsquery(scored), "k1": K1,
                "k1p1": K1 + 1, "b": B, "avgdl": avgdl, "limit": limit}
     if context_max_avgdl is not None and avgdl > context_max_avgdl:

@@ -182,6 +182,14 @@ class RecallResult:
     query: dict | None = None
     tiers: list[str] = field(default_factory=lambda: ["cold"])
     tier_reason: str | None = None
+    # documents ranked as well as units (the ``documents`` step ran): ``[{"document_id",
+    # "score", "units": [unit ids in result order]}]`` in rank order over the returned
+    # results, and the aggregation that scored them (``maxp`` or ``sum_top<k>``)
+    documents: list[dict] | None = None
+    aggregation: str | None = None
+    # how the recipe was chosen when the request named none: the bank's kind and the
+    # sample that decided it (rcll.search.documents.bank_kind)
+    bank_kind: dict | None = None
 
     def to_json(self) -> dict:
         out = {
@@ -191,6 +199,11 @@ class RecallResult:
             "tokens_used": self.tokens_used, "counts": self.counts,
             "degraded": self.degraded, "recipe": self.recipe,
         }
+        if self.documents is not None:
+            out["documents"] = self.documents
+            out["aggregation"] = self.aggregation
+        if self.bank_kind is not None:
+            out["bank_kind"] = self.bank_kind
         if self.query is not None:
             out["query"] = self.query
         if self.timings_ms is not None:

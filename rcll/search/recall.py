@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from psycopg import Connection
 from psycopg_pool import ConnectionPool
@@ -20,11 +20,12 @@ from rcll.models.embedder import EmbedderHandle
 from rcll.models.tokenizer import TokenCounter
 from rcll.search.budget import cut_to_budget
 from rcll.search.channels import CHANNELS, Channel, ChannelOutput, PreparedQuery
+from rcll.search.documents import bank_kind
 from rcll.search.fusion import rrf
 from rcll.search.models import RecallQuery, RecallResult
 from rcll.search.query_cache import QueryVectorCache
 from rcll.search.query_prep import prepare_query
-from rcll.search.recipes import DEFAULT_RECIPE, RECIPES, Recipe
+from rcll.search.recipes import DEFAULT_RECIPE, RECIPE_BY_KIND, RECIPES, Recipe
 from rcll.search.scope import CallerScope
 from rcll.search.state import RecallState
 from rcll.search.steps import run_steps
@@ -53,6 +54,19 @@ class RecallContext:
     # RCLL_PURPOSES (the closed set) and RCLL_DEFAULT_PURPOSE: what a recall may name
     purposes: tuple[str, ...] = DEFAULT_PURPOSES
     default_purpose: str = "assist"
+    # bank id → (monotonic time, bank_kind answer): the per-bank recipe rule's cache
+    bank_kinds: dict = field(default_factory=dict)
+
+    def recipe_for(self, bank_id: str, named: str | None) -> tuple[str, dict | None]:
+        """The recipe a recall runs: the one it names, else the one for the bank's kind
+        (:data:`rcll.search.recipes.RECIPE_BY_KIND`; a conversation bank gets
+        ``default_recipe``), with the :func:`~rcll.search.documents.bank_kind` answer that
+        chose it (None when the request named one)."""
+        if named:
+            return named, None
+        with self.pool.connection() as conn:
+            kind = bank_kind(conn, bank_id, self.bank_kinds)
+        return RECIPE_BY_KIND.get(kind["kind"]) or self.default_recipe, kind
 
     def scope(self, bank_id: str, q: RecallQuery, principal: Principal | None) -> CallerScope:
         """:meth:`CallerScope.for_query` with this deployment's purposes (raises its 400/403
@@ -112,7 +126,8 @@ def recall(ctx: RecallContext, bank_id: str, q: RecallQuery,
     """
     t0 = time.perf_counter()
     timings: dict[str, float] = {}
-    recipe = recipes[q.recipe_name or ctx.default_recipe]
+    name, kind = ctx.recipe_for(bank_id, q.recipe_name)
+    recipe = recipes[name]
     if scope is None:
         scope = ctx.scope(bank_id, q, None)
     wanted = list(recipe.channels)
@@ -171,6 +186,7 @@ def recall(ctx: RecallContext, bank_id: str, q: RecallQuery,
     t = time.perf_counter()
     results, used = cut_to_budget(ordered, q.max_tokens, q.limit, ctx.tokens)
     timings["budget"] = _ms(t)
+    documents = _documents(results, state) if state.aggregation else None
     timings["total"] = _ms(t0)
 
     counts: dict = {name: len(out.candidates) for name, out in state.outputs.items()}
@@ -193,7 +209,22 @@ def recall(ctx: RecallContext, bank_id: str, q: RecallQuery,
         timings_ms=timings if q.trace else None,
         recipe=recipe.name,
         query=pq.describe() if q.trace else None,
+        documents=documents, aggregation=state.aggregation, bank_kind=kind,
     )
+
+
+def _documents(results: list[dict], state: RecallState) -> list[dict]:
+    """The documents of ``results`` in rank order: ``[{"document_id" (the caller's id),
+    "score" (the documents step's fused score), "units": [unit ids, result order]}]``; a
+    unit with no document is listed as one of its own (``document_id`` None)."""
+    out: dict[str, dict] = {}
+    for r in results:
+        key = r["document_id"] or r["id"]
+        entry = out.setdefault(key, {"document_id": r["document_id"],
+                                     "score": round(state.document_scores.get(key, 0.0), 6),
+                                     "units": []})
+        entry["units"].append(r["id"])
+    return list(out.values())
 
 
 def _run_channels(conn, ctx: RecallContext, scope: CallerScope, pq: PreparedQuery,

@@ -140,3 +140,60 @@ RECIPES: dict[str, Recipe] = {
 }
 
 DEFAULT_RECIPE = "full"
+
+# -- documents (issue 22) ------------------------------------------------------------------
+# Every value below was chosen on CISI (benchmarks/cisi.py → benchmarks/results/cisi.json,
+# the grids of one part changed at a time in benchmarks/results/cisi_variants.json, run with
+# ``--variants benchmarks.cisi:VARIANTS`` at dense 1.0; 1,460 abstracts, 76 judged queries,
+# nDCG@10 / recall@100 / MRR@10 of documents ranked by their first unit); the held-out
+# collection checks them separately.
+#
+# The lexical channel as plain BM25 over documents: every query term kept (df_cutoff above
+# 1: no common-term pruning — a long query about "information retrieval" loses its topic
+# words in a bank where they are in 15 % of the units) and weighed by its frequency in the
+# query (query_tf). Lexical channel alone: 0.283 with the chat settings (recipe lexical,
+# df_cutoff 0.15, distinct terms), 0.399 with both (document_lexical; rank-bm25 over whole
+# documents 0.362); each alone, measured on the channel's own ranking: 0.334 without
+# pruning, 0.361 with query_tf but pruning. In the document recipe (dense 1.0): chat
+# settings 0.419, without query_tf 0.434, both 0.450.
+LEXICAL_DOCUMENTS = {"query_tf": True, "df_cutoff": 1.01}
+# A document scored by its best chunk in each channel, the document rankings fused (MaxP).
+# Sum of the top 2 / 3 chunks: 0.365 / 0.363 (long documents win on their length);
+# without the step (units fused, documents by first unit) 0.450 — CISI's abstracts are
+# mostly one chunk (1,596 units for 1,460 documents), so MaxP and first appearance agree
+# there; the step keeps a document's chunks together and says how documents were ranked.
+DOCUMENT_AGGREGATION = Step.of("documents", aggregation="maxp")
+# Dense weight in the document recipe (lexical 1.0): 0.3 0.445 / 0.492, 0.5 0.448 / 0.502,
+# 0.7 0.449 / 0.511, 1.0 0.450 / 0.517, 1.5 0.453 / 0.527 (nDCG@10 / recall@100; MRR@10
+# falls 0.714 → 0.661 over the same range). Over documents MiniLM is the stronger channel
+# (0.428 alone against lexical 0.402), the reverse of chat, where hybrid weighs it 0.3.
+# The chat-tuned steps measured on top and left out: session step 0.450 (no change),
+# coverage 0.451, all of full's steps 0.451, temporal + graph channels 0.449; the dense
+# floor 0.3 instead of 0: 0.450 (no change).
+DOCUMENT_WEIGHTS = {"dense": 1.5, "lexical": 1.0}
+RECIPES["document"] = Recipe(
+    "document", ("dense", "lexical"), DOCUMENT_WEIGHTS,
+    steps=(DOCUMENT_AGGREGATION, *POST),
+    params={"dense": DENSE, "lexical": LEXICAL_DOCUMENTS})
+# Chunk context (migration 0023, rcll.retain.chunking.chunk_headings): a chunk after the
+# first carrying its document's title into the lexical vector and the embedding input.
+# Measured on CISI (cisi.json, the same bank with the 136 continuation chunks' headings set
+# and cleared, re-embedded): document 0.450 with it against 0.453 without, document_dense
+# 0.422 / 0.428, document_lexical 0.397 / 0.399 (nDCG@10) — a loss on every channel, so the
+# write path leaves it off (headings NULL: vectors and tsv as before migration 0023). Its
+# storage and both inputs stay, for collections whose chunks lose their topic without it.
+CHUNK_CONTEXT = False
+
+# Each channel of the document recipe alone (with the aggregation): what is compared with
+# its plain counterpart (rank-bm25, MiniLM cosine over whole documents) in cisi.json.
+RECIPES["document_lexical"] = Recipe("document_lexical", ("lexical",),
+                                     steps=(DOCUMENT_AGGREGATION, *POST),
+                                     params={"lexical": LEXICAL_DOCUMENTS})
+RECIPES["document_dense"] = Recipe("document_dense", ("dense",), fallback=("lexical",),
+                                   steps=(DOCUMENT_AGGREGATION, *POST),
+                                   params={"dense": DENSE, "lexical": LEXICAL_DOCUMENTS})
+
+# The recipe a recall naming none gets, by the bank's kind (rcll.search.documents.bank_kind:
+# document chunks vs conversation turns in a sample of its units); None: the deployment's
+# default (RCLL_RECALL_RECIPE), which chat banks keep.
+RECIPE_BY_KIND: dict[str, str | None] = {"documents": "document", "conversation": None}

@@ -50,6 +50,11 @@ class RecallState:
     # (rcll.search.adjust)
     collapsed: dict[str, list[str]] = field(default_factory=dict)
     expanded_from: dict[str, str] = field(default_factory=dict)
+    # the documents step (rcll.search.documents): which aggregation ran and each ranked
+    # document's fused score (the document's own id, or the unit id for a unit without a
+    # document → score); None / empty when it did not run
+    aggregation: str | None = None
+    document_scores: dict[str, float] = field(default_factory=dict)
 
     @property
     def request(self):

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from rcll.search.adjust import expand_step, trust_step
 from rcll.search.context import context_step
 from rcll.search.coverage import coverage_step
+from rcll.search.documents import documents_step
 from rcll.search.post import collapse_duplicates_step, l0_step, worth_step
 from rcll.search.rerank import rerank_step
 from rcll.search.speaker import speaker_step
@@ -22,6 +23,7 @@ from rcll.search.window import window_step
 STEPS: dict[str, Callable[..., None]] = {
     "context": context_step,
     "coverage": coverage_step,
+    "documents": documents_step,
     "speaker": speaker_step,
     "window": window_step,
     "rerank": rerank_step,

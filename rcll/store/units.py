@@ -37,6 +37,9 @@ class UnitDraft:
     token_count: int | None = None
     audience: str = "bank"
     purposes: tuple[str, ...] = ("assist", "operate", "audit", "personal")
+    # the chunk's context (its document's title and heading path; migration 0023): read by
+    # the lexical and dense channels, never part of the returned text
+    heading: str | None = None
 
 
 @dataclass(frozen=True)
@@ -148,8 +151,9 @@ def apply_version(conn: Connection, bank_id: str, job_id: str, version: Document
         row = conn.execute(
             """INSERT INTO memory_units (bank_id, document_id, chunk_id, chunk_hash, job_id, kind,
                    text, context, room, hall, layer, mentioned_at, metadata, tags, token_count,
-                   document_revision, audience, purposes)
-               VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+                   document_revision, audience, purposes, heading)
+               VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,
+                       %s)
                ON CONFLICT (bank_id, document_id, chunk_hash) DO UPDATE
                  SET invalidated_reason = NULL, context = EXCLUDED.context,
                      room = EXCLUDED.room, hall = EXCLUDED.hall, layer = EXCLUDED.layer,
@@ -163,7 +167,7 @@ def apply_version(conn: Connection, bank_id: str, job_id: str, version: Document
                RETURNING (xmax = 0) AS inserted""",
             (bank_id, doc_uuid, chunk["id"], d.chunk_hash, job_id, d.kind, d.text, d.context,
              d.room, d.hall, d.layer, d.mentioned_at, Jsonb(d.metadata), d.tags, d.token_count,
-             revision, aud, list(version.purposes)),
+             revision, aud, list(version.purposes), d.heading),
         ).fetchone()
         created += bool(row and row["inserted"])
         if row is None:  # forgotten on request (a tombstone stays), or narrowed (left alone)

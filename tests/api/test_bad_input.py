@@ -107,7 +107,8 @@ def test_bad_recall(client, services, seeded, payload):
 def test_recall_unknown_recipe(client, services, seeded):
     for body in ({"query": "ok", "channels": "graph"}, {"query": "ok", "recipe": "fastest"}):
         err = _error(client.post(RECALL, json=body), 400, "unknown_recipe")
-        assert err["details"]["known"] == ["cold", "dense", "full", "hybrid", "lexical"]
+        assert err["details"]["known"] == ["cold", "dense", "document", "document_dense",
+                                          "document_lexical", "full", "hybrid", "lexical"]
     assert db_counts(services, BANK) == seeded
 
 
