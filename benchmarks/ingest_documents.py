@@ -225,6 +225,10 @@ def main() -> None:
                              if st["not_succeeded"] else ""), flush=True)
                     with RCLLClient(s.base_url, timeout=300) as client:
                         client.delete_bank(bank)
+                    if args.out:  # the runs so far, in case the run is cut short
+                        Path(args.out).write_text(json.dumps(
+                            {"runs": runs, "partial": True, "cores": cores,
+                             "args": vars(args), "base": base}, indent=2, default=str) + "\n")
     finally:
         processes.stop(s.run_dir.resolve(), "worker")
         stack.down(s, log=lambda *_: None)
