@@ -96,10 +96,21 @@ def _convert_warm(ctx, data: bytes, name: str, content_type: str | None,
     """:func:`convert_bounded` in a child forked from the warm fork server."""
     import time
 
+    import multiprocessing.process as mp_process
+
     parent, child = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_warm_child, daemon=True,
                        args=(child, data, name, content_type, dataclasses.asdict(limits)))
-    proc.start()
+    # a Celery pool process is marked daemonic, and multiprocessing refuses children to
+    # those (they could outlive it); this child is killed at the timeout below and the fork
+    # server exits with its parent, so the mark is lifted for the start only
+    config = mp_process.current_process()._config
+    daemonic = config.pop("daemon", None)
+    try:
+        proc.start()
+    finally:
+        if daemonic is not None:
+            config["daemon"] = daemonic
     child.close()
     deadline = time.monotonic() + limits.timeout_s
     answer = None
@@ -146,7 +157,7 @@ def convert_bounded(data: bytes, name: str, content_type: str | None,
     if ctx is not None:
         try:
             return _convert_warm(ctx, data, name, content_type, limits)
-        except (OSError, EOFError, RuntimeError) as exc:  # the fork server itself failed
+        except (OSError, EOFError, RuntimeError, AssertionError) as exc:  # no fork server
             log.warning("warm converter unavailable (%s); converting in a fresh child", exc)
     return _convert_fresh(data, name, content_type, limits)
 

@@ -15,3 +15,24 @@ def test_warm_children_give_the_fresh_childs_sections():
     assert [(s.text, s.page, s.pages) for s in warm] == [(s.text, s.page, s.pages)
                                                          for s in fresh]
     assert [s.page for s in warm] == [1, 2] and "Alpha one." in warm[0].text
+
+
+def test_a_daemonic_process_still_converts_in_a_warm_child(monkeypatch):
+    """A Celery pool process is daemonic to multiprocessing; conversion still works there,
+    in a warm child (no fall back to a fresh interpreter)."""
+    import multiprocessing.process as mp_process
+
+    def no_fresh(*_a):
+        raise AssertionError("fell back to a fresh interpreter")
+
+    monkeypatch.setattr(sandbox, "_convert_fresh", no_fresh)
+
+    config = mp_process.current_process()._config
+    config["daemon"] = True
+    try:
+        got = sandbox.convert_bounded(docs.pdf(["Gamma three."]), "g.pdf", None,
+                                      convert.DEFAULT_LIMITS)
+    finally:
+        config.pop("daemon", None)
+    assert [s.page for s in got] == [1] and "Gamma three." in got[0].text
+    assert sandbox._warm_context() is not None
