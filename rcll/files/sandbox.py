@@ -104,6 +104,8 @@ def _convert_warm(ctx, data: bytes, name: str, content_type: str | None,
     # a Celery pool process is marked daemonic, and multiprocessing refuses children to
     # those (they could outlive it); this child is killed at the timeout below and the fork
     # server exits with its parent, so the mark is lifted for the start only
+    # and its authkey may be billiard's, which refuses pickling to a multiprocessing child
+    proc.authkey = bytes(mp_process.current_process().authkey or os.urandom(32))
     config = mp_process.current_process()._config
     daemonic = config.pop("daemon", None)
     try:
@@ -157,8 +159,13 @@ def convert_bounded(data: bytes, name: str, content_type: str | None,
     if ctx is not None:
         try:
             return _convert_warm(ctx, data, name, content_type, limits)
-        except (OSError, EOFError, RuntimeError, AssertionError) as exc:  # no fork server
-            log.warning("warm converter unavailable (%s); converting in a fresh child", exc)
+        except ConversionError:
+            raise
+        except Exception as exc:  # the fork server cannot be used here: fresh children
+            global _warm_failed, _warm_ctx
+            _warm_failed, _warm_ctx = True, None
+            log.warning("warm converter unavailable (%s: %s); converting in fresh children",
+                        type(exc).__name__, exc)
     return _convert_fresh(data, name, content_type, limits)
 
 
