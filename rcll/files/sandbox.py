@@ -98,14 +98,17 @@ def _convert_warm(ctx, data: bytes, name: str, content_type: str | None,
 
     import multiprocessing.process as mp_process
 
+    me = mp_process.current_process()
+    if type(me._config.get("authkey")) is not mp_process.AuthenticationString:
+        # a Celery pool process holds billiard's authkey, which refuses to be pickled to a
+        # multiprocessing child (the fork server's preparation data carries it): its bytes
+        me._config["authkey"] = mp_process.AuthenticationString(bytes(me.authkey))
     parent, child = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_warm_child, daemon=True,
                        args=(child, data, name, content_type, dataclasses.asdict(limits)))
     # a Celery pool process is marked daemonic, and multiprocessing refuses children to
     # those (they could outlive it); this child is killed at the timeout below and the fork
     # server exits with its parent, so the mark is lifted for the start only
-    # and its authkey may be billiard's, which refuses pickling to a multiprocessing child
-    proc.authkey = bytes(mp_process.current_process().authkey or os.urandom(32))
     config = mp_process.current_process()._config
     daemonic = config.pop("daemon", None)
     try:
