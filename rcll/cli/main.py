@@ -167,8 +167,7 @@ def beat() -> None:
 
 def _ingest_progress():
     """The ingest's rich progress: a bar with done/total, units/s and the time left."""
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                               TimeElapsedColumn)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                     TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
@@ -185,7 +184,7 @@ def _wait_units(client, bank: str, bar, ops: list[str], file_ops: list[str], pla
     item_bytes = sum(len(str(i.get("content", "")).encode()) for i in plan.items)
     for op in ops:  # item operations: an even share of the items' bytes
         sizes[op] = ("items", item_bytes // max(len(ops), 1))
-    for op, f in zip(file_ops, plan.files):  # one per file in order (approximate after a skip)
+    for op, f in zip(file_ops, plan.files, strict=False):  # one per file in order (approximate after a skip)
         try:
             sizes[op] = ("files", f.stat().st_size)
         except OSError:

@@ -17,10 +17,11 @@ Warm children: each converting process starts one fork server (``multiprocessing
 once) and every file's child is forked from it, so a file no longer pays the converters'
 imports; the child still holds only what the server imported, sets the same address-space
 bound and is killed at the same timeout. When the fork server cannot be used the file goes
-to a fresh interpreter (``python -m rcll.files.sandbox``) with this protocol: the parent writes one JSON header line
-``{"name", "type", "limits"}`` then the file's bytes to the child's stdin; the child writes one
-JSON object to its stdout, ``{"sections": [{text, page, section, pages}, ...]}`` or
-``{"error": reason, "limit": bool}`` (anything the converters print goes to stderr).
+to a fresh interpreter (``python -m rcll.files.sandbox``) with this protocol: the parent
+writes one JSON header line ``{"name", "type", "limits"}`` then the file's bytes to the
+child's stdin; the child writes one JSON object to its stdout,
+``{"sections": [{text, page, section, pages}, ...]}`` or ``{"error": reason, "limit":
+bool}`` (anything the converters print goes to stderr).
 """
 
 from __future__ import annotations
@@ -94,9 +95,8 @@ def _warm_child(conn, data: bytes, name: str, content_type: str | None, limits: 
 def _convert_warm(ctx, data: bytes, name: str, content_type: str | None,
                   limits: ConvertLimits) -> list[Section]:
     """:func:`convert_bounded` in a child forked from the warm fork server."""
-    import time
-
     import multiprocessing.process as mp_process
+    import time
 
     me = mp_process.current_process()
     if type(me._config.get("authkey")) is not mp_process.AuthenticationString:

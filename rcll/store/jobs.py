@@ -9,6 +9,7 @@ sweep re-sends what the broker lost (:func:`claim_lost`).
 from __future__ import annotations
 
 import json
+from datetime import UTC
 from uuid import UUID
 
 from psycopg import Connection
@@ -266,7 +267,7 @@ def unit_progress(job: dict, now=None) -> dict:
     them once the job ended); ``units_per_s``: ``units_done`` over the seconds since the job
     started (till it finished), ``None`` before one is done; ``eta_s``: seconds left at that
     rate (0 once ended, ``None`` when unknown). ``now``: an aware datetime (default: now)."""
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     counts = job.get("counts") or {}
     ended = job.get("state") in TERMINAL
@@ -280,7 +281,7 @@ def unit_progress(job: dict, now=None) -> dict:
     rate = None
     if done and hasattr(started, "timestamp"):
         end = finished if ended and hasattr(finished, "timestamp") else (
-            now or datetime.now(timezone.utc))
+            now or datetime.now(UTC))
         seconds = (end - started).total_seconds()
         rate = round(done / seconds, 3) if seconds > 0 else None
     eta = 0.0 if ended else (round((total - done) / rate, 1)

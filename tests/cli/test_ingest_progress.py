@@ -1,12 +1,12 @@
 """rcll ingest's progress in units and its summary (issue 22 item 3): the job's
 ``progress`` fields (rcll.store.jobs.unit_progress) and the CLI's figures from them."""
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from rcll.cli.ingest_progress import measure, summary
 from rcll.store.jobs import to_json, unit_progress
 
-T0 = datetime(2026, 1, 5, 12, 0, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 1, 5, 12, 0, 0, tzinfo=UTC)
 
 
 def _job(**kw):
