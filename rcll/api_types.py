@@ -38,6 +38,9 @@ class Operation(TypedDict):
     error: NotRequired[str | None]
     updated_at: NotRequired[str | None]
     finished_at: NotRequired[str | None]
+    # {"units_total": int | None, "units_done": int, "units_per_s": float | None,
+    #  "eta_s": float | None} (rcll.store.jobs.unit_progress)
+    progress: NotRequired[dict[str, Any]]
     # true: the caller may not see the job's items; only its kind, state and times are shown
     # (rcll.access.jobs)
     redacted: NotRequired[bool]

@@ -88,7 +88,8 @@ class Services:
         s = self.settings
         return EmbedderHandle(s.embedder_model, s.embed_batch_size, s.embedder_enabled,
                               expected_dim=s.embedding_dim, torch_threads=s.torch_threads,
-                              query_batch_wait_s=s.query_batch_wait_ms / 1000)
+                              query_batch_wait_s=s.query_batch_wait_ms / 1000,
+                              batch_tokens=s.embed_batch_tokens)
 
     @cached_property
     def reranker(self) -> RerankerHandle:

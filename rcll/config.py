@@ -121,6 +121,11 @@ class Settings(BaseSettings):
     embedding_dim: int = Field(384, description="Vector dimension of the embedder "
                                "(the vector columns are created with it).")
     embed_batch_size: int = Field(16, description="Texts per forward pass; small batches pad less on CPU.")
+    embed_batch_tokens: int = Field(
+        4096, ge=0, description="RCLL_EMBED_BATCH_TOKENS: padded tokens per write-path forward "
+        "pass (texts x the longest one's tokens); a call's texts are sorted longest first and "
+        "cut into batches of at most this and RCLL_EMBED_BATCH_SIZE texts "
+        "(rcll.models.batching.token_batches); 0 = batches of RCLL_EMBED_BATCH_SIZE only.")
     embedder_enabled: bool = True
     query_batch_wait_ms: float = Field(
         0, ge=0, le=100, description="> 0: concurrent one-query embeddings of a process wait "

@@ -27,6 +27,9 @@ TEXT_SUFFIXES = (".txt", ".md", ".markdown")
 DOCUMENT_SUFFIXES = tuple(s for s in TYPES if s not in (*TEXT_SUFFIXES, ".text"))
 BATCH_BYTES = 8 * 1024 * 1024  # one request's content stays well under the API's byte limit
 FILE_BATCH = 8  # document files per files/retain request
+# content per item request (one job each): long text files spread over several jobs, which
+# worker processes run side by side and which end one by one (chat-turn batches stay whole)
+JOB_BYTES = 64 * 1024
 
 
 @dataclass
@@ -165,7 +168,8 @@ def batches(items: list[dict], max_items: int, max_bytes: int = BATCH_BYTES) -> 
 
 
 def submit(client, bank: str, plan: Plan, batch_size: int,
-           on_sent: Callable[[int], None] | None = None) -> tuple[list[str], list[Skipped]]:
+           on_sent: Callable[[int], None] | None = None,
+           max_bytes: int = JOB_BYTES) -> tuple[list[str], list[Skipped]]:
     """Send the plan's items; ``(operation ids, skipped)``. A batch the server refuses with
     a 4xx (other than 429) is re-sent item by item, and an item refused alone is skipped
     with the server's code and message. 5xx and transport errors propagate (the server is
@@ -190,7 +194,7 @@ def submit(client, bank: str, plan: Plan, batch_size: int,
         if on_sent:
             on_sent(len(idx))
 
-    for idx in batches(plan.items, batch_size):
+    for idx in batches(plan.items, batch_size, max_bytes):
         send(idx)
     return ops, skipped
 

@@ -165,6 +165,44 @@ def beat() -> None:
     os.execv(cmd[0], cmd)
 
 
+def _ingest_progress():
+    """The ingest's rich progress: a bar with done/total, units/s and the time left."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
+                    TextColumn("{task.fields[eta]}"), console=console)
+
+
+def _wait_units(client, bank: str, bar, ops: list[str], file_ops: list[str], plan,
+                started: float) -> list[dict]:
+    """Poll the operations to their end, showing progress in units
+    (:func:`rcll.cli.ingest_progress.measure`); the final operation dicts."""
+    from rcll.cli.ingest_progress import measure
+
+    sizes: dict[str, tuple[str, int]] = {}  # what the estimate of unchunked jobs scales
+    item_bytes = sum(len(str(i.get("content", "")).encode()) for i in plan.items)
+    for op in ops:  # item operations: an even share of the items' bytes
+        sizes[op] = ("items", item_bytes // max(len(ops), 1))
+    for op, f in zip(file_ops, plan.files, strict=False):  # one per file in order (approximate after a skip)
+        try:
+            sizes[op] = ("files", f.stat().st_size)
+        except OSError:
+            sizes[op] = ("files", 0)
+    all_ops = ops + file_ops
+    task = bar.add_task("units", total=None, rate="", eta="")
+
+    def on_update(latest: dict) -> None:
+        p = measure(all_ops, latest, sizes, time.monotonic() - started)
+        bar.update(task, completed=p.done, total=p.total,
+                   description=f"units ({p.jobs_done}/{p.jobs} jobs"
+                               f"{'' if p.exact else ', total estimated'})",
+                   rate=f"{p.units_per_s:.1f} units/s" if p.units_per_s else "",
+                   eta=f"ETA {p.eta_s:.0f} s" if p.eta_s is not None else "")
+
+    return client.wait(bank, all_ops, on_update=on_update)
+
+
 @cli.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option("--bank", required=True, help="Bank to retain into (created on first use).")
@@ -188,9 +226,8 @@ def ingest(paths: tuple[str, ...], bank: str, batch_size: int, text_suffix: tupl
     and listed at the end; the rest are ingested. Hidden files and folders inside a folder
     (``.git``) are not read. Exit status 1 if anything was skipped or failed.
     """
-    from rich.progress import Progress
-
     from rcll.cli.ingest import read_paths, submit, submit_files, text_suffixes
+    from rcll.cli.ingest_progress import summary
 
     try:
         extra = text_suffixes(text_suffix)
@@ -201,27 +238,19 @@ def ingest(paths: tuple[str, ...], bank: str, batch_size: int, text_suffix: tupl
     if not plan.items and not plan.skipped and not plan.files:
         raise click.ClickException("no .txt, .md, .jsonl or document input found")
     client = _client()
-    with Progress(console=console) as progress:
-        sent = progress.add_task("submitting", total=len(plan.items) + len(plan.files))
+    with _ingest_progress() as bar:
+        sent = bar.add_task("submitting", total=len(plan.items) + len(plan.files), rate="",
+                            eta="")
         ops, refused = submit(client, bank, plan, batch_size,
-                              on_sent=lambda n: progress.advance(sent, n))
+                              on_sent=lambda n: bar.advance(sent, n))
         file_ops, file_refused = submit_files(client, bank, plan.files,
-                                              on_sent=lambda n: progress.advance(sent, n))
-        done = progress.add_task("processing jobs", total=len(ops) + len(file_ops))
-        final = client.wait(bank, ops + file_ops,
-                            on_progress=lambda d, t: progress.update(done, completed=d))
-    created = sum(o.get("counts", {}).get("units_created", 0) for o in final)
-    skipped_units = sum(o.get("counts", {}).get("units_skipped", 0) for o in final)
+                                              on_sent=lambda n: bar.advance(sent, n))
+        final = _wait_units(client, bank, bar, ops, file_ops, plan, started)
     bad = [o for o in final if o["state"] != "succeeded"]
     skipped = plan.skipped + refused + file_refused
     taken = len(plan.items) - len(refused)
-    elapsed = time.monotonic() - started
-    line = f"{taken} items → {created} new units, {skipped_units} already stored"
-    if plan.files:
-        files_ok = sum(1 for o in final[len(ops):] if o["state"] != "failed")
-        line += (f"; {len(plan.files)} document files, {files_ok} converted, "
-                 f"{len(plan.files) / elapsed:.2f} files/s")
-    console.print(line)
+    console.print(summary(final, len(ops), taken, len(plan.files),
+                          time.monotonic() - started))
     for o in bad:
         console.print(f"[red]operation {o['id']} {o['state']}: {o.get('error')}")
     if skipped:

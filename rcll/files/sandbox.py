@@ -12,11 +12,16 @@ neither time nor memory. With the cheap checks of :mod:`rcll.files.convert` (ZIP
 page count, characters) a bomb fails in the child's first second, so the ``extract`` queue
 is held at most ``RCLL_FILE_CONVERT_TIMEOUT_S`` by any one file, however hostile.
 
-Cost: a fresh interpreter per file (imports pdfium, or markitdown and its magika type model
-for the other types). Protocol: the parent writes one JSON header line
-``{"name", "type", "limits"}`` then the file's bytes to the child's stdin; the child writes one
-JSON object to its stdout, ``{"sections": [{text, page, section, pages}, ...]}`` or
-``{"error": reason, "limit": bool}`` (anything the converters print goes to stderr).
+Warm children: each converting process starts one fork server (``multiprocessing``'s
+``forkserver``: a fresh interpreter, not a copy of the worker, that imports the converters
+once) and every file's child is forked from it, so a file no longer pays the converters'
+imports; the child still holds only what the server imported, sets the same address-space
+bound and is killed at the same timeout. When the fork server cannot be used the file goes
+to a fresh interpreter (``python -m rcll.files.sandbox``) with this protocol: the parent
+writes one JSON header line ``{"name", "type", "limits"}`` then the file's bytes to the
+child's stdin; the child writes one JSON object to its stdout,
+``{"sections": [{text, page, section, pages}, ...]}`` or ``{"error": reason, "limit":
+bool}`` (anything the converters print goes to stderr).
 """
 
 from __future__ import annotations
@@ -37,6 +42,114 @@ log = logging.getLogger(__name__)
 _PACKAGE_ROOT = str(Path(convert.__file__).resolve().parents[2])  # the folder holding rcll/
 
 
+_PRELOAD = ["rcll.files.sandbox", "rcll.files.convert", "pypdfium2", "markitdown"]
+_warm_ctx = None
+_warm_failed = False
+
+
+def _warm_context():
+    """The ``forkserver`` context whose server preloads the converters, made once per
+    process; ``None`` when it cannot be used here."""
+    global _warm_ctx, _warm_failed
+    if _warm_ctx is None and not _warm_failed:
+        try:
+            import multiprocessing
+
+            ctx = multiprocessing.get_context("forkserver")
+            ctx.set_forkserver_preload(_PRELOAD)
+            _warm_ctx = ctx
+        except (ValueError, ImportError, OSError) as exc:
+            log.warning("no warm converter (fork server): %s; a fresh child per file", exc)
+            _warm_failed = True
+    return _warm_ctx
+
+
+def _warm_child(conn, data: bytes, name: str, content_type: str | None, limits: dict) -> None:
+    """A warm child's side: bound the address space, convert, send one answer dict (the
+    protocol's) over ``conn``."""
+    import resource
+
+    os.dup2(2, 1)  # whatever the converters print goes to stderr
+    lim = ConvertLimits(**limits)
+    cap = lim.max_memory_mb * 1024 * 1024
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        cap = min(cap, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+    try:
+        sections = convert.convert(data, name, content_type, lim)
+        del data
+        answer = {"sections": [dataclasses.asdict(s) for s in sections]}
+    except LimitExceeded as exc:
+        answer = {"error": str(exc), "limit": True}
+    except ConversionError as exc:
+        answer = {"error": str(exc), "limit": False}
+    except MemoryError:
+        answer = {"error": f"the converter ran out of memory at {lim.max_memory_mb} MiB "
+                           f"({lim.setting('max_memory_mb')})", "limit": True}
+    resource.setrlimit(resource.RLIMIT_AS, (hard, hard))
+    conn.send(answer)
+    conn.close()
+
+
+def _convert_warm(ctx, data: bytes, name: str, content_type: str | None,
+                  limits: ConvertLimits) -> list[Section]:
+    """:func:`convert_bounded` in a child forked from the warm fork server."""
+    import multiprocessing.process as mp_process
+    import time
+
+    me = mp_process.current_process()
+    if type(me._config.get("authkey")) is not mp_process.AuthenticationString:
+        # a Celery pool process holds billiard's authkey, which refuses to be pickled to a
+        # multiprocessing child (the fork server's preparation data carries it): its bytes
+        me._config["authkey"] = mp_process.AuthenticationString(bytes(me.authkey))
+    parent, child = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_warm_child, daemon=True,
+                       args=(child, data, name, content_type, dataclasses.asdict(limits)))
+    # a Celery pool process is marked daemonic, and multiprocessing refuses children to
+    # those (they could outlive it); this child is killed at the timeout below and the fork
+    # server exits with its parent, so the mark is lifted for the start only
+    config = mp_process.current_process()._config
+    daemonic = config.pop("daemon", None)
+    try:
+        proc.start()
+    finally:
+        if daemonic is not None:
+            config["daemon"] = daemonic
+    child.close()
+    deadline = time.monotonic() + limits.timeout_s
+    answer = None
+    try:
+        if parent.poll(max(deadline - time.monotonic(), 0)):
+            try:
+                answer = parent.recv()
+            except EOFError:  # the child died before answering
+                answer = None
+        elif proc.is_alive():
+            proc.kill()
+            proc.join(5)
+            raise LimitExceeded(f"conversion took longer than {limits.timeout_s:g} s "
+                                f"({limits.setting('timeout_s')})")
+    finally:
+        parent.close()
+    proc.join(max(deadline - time.monotonic(), 1))
+    if proc.is_alive():
+        proc.kill()
+        proc.join(5)
+    if isinstance(answer, dict) and "sections" in answer:
+        return [Section(**s) for s in answer["sections"]]
+    if isinstance(answer, dict) and "error" in answer:
+        raise (LimitExceeded if answer.get("limit") else ConversionError)(answer["error"])
+    code = proc.exitcode
+    log.warning("warm converter of %r exited %s without an answer", name, code)
+    if code is not None and code != 0:
+        what = signal.Signals(-code).name if code < 0 else f"exit status {code}"
+        raise LimitExceeded(f"the converter stopped ({what}), most likely at the memory limit "
+                            f"of {limits.max_memory_mb} MiB "
+                            f"({limits.setting('max_memory_mb')})")
+    raise ConversionError(f"the converter failed (exit status {code})")
+
+
 def convert_bounded(data: bytes, name: str, content_type: str | None,
                     limits: ConvertLimits) -> list[Section]:
     """:func:`rcll.files.convert.convert` of file ``name`` in a child process with at most
@@ -44,7 +157,24 @@ def convert_bounded(data: bytes, name: str, content_type: str | None,
     Returns its sections. Raises :class:`~rcll.files.convert.LimitExceeded` (a bound passed,
     time and memory included, with the setting in the reason) or
     :class:`~rcll.files.convert.ConversionError` (the file cannot be converted, or the child
-    died otherwise)."""
+    died otherwise). Runs in a warm child when it can (module docstring)."""
+    ctx = _warm_context()
+    if ctx is not None:
+        try:
+            return _convert_warm(ctx, data, name, content_type, limits)
+        except ConversionError:
+            raise
+        except Exception as exc:  # the fork server cannot be used here: fresh children
+            global _warm_failed, _warm_ctx
+            _warm_failed, _warm_ctx = True, None
+            log.warning("warm converter unavailable (%s: %s); converting in fresh children",
+                        type(exc).__name__, exc)
+    return _convert_fresh(data, name, content_type, limits)
+
+
+def _convert_fresh(data: bytes, name: str, content_type: str | None,
+                   limits: ConvertLimits) -> list[Section]:
+    """:func:`convert_bounded` in a fresh interpreter (the protocol of the module doc)."""
     header = json.dumps({"name": name, "type": content_type,
                          "limits": dataclasses.asdict(limits)}).encode()
     env = dict(os.environ)

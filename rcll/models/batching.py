@@ -1,4 +1,11 @@
-"""Micro-batching of concurrent one-text embeddings (recall queries) into one forward pass.
+"""Batching for the embedder: write-path texts grouped by token count
+(:func:`token_batches`), and concurrent one-text embeddings (recall queries) micro-batched
+into one forward pass (:class:`QueryBatcher`).
+
+A forward pass costs about its padded size (texts x the longest text's tokens), so the write
+path sorts a call's texts longest first and cuts batches where the padded size would pass
+a token budget: long chunks go in small batches, short ones in full batches, and no short
+text is padded to a long one's length.
 
 A process serving recalls on several threads embeds one query per request; the embedder
 runs one forward pass at a time, so concurrent queries queue behind each other. With
@@ -15,6 +22,26 @@ import threading
 import time
 
 import numpy as np
+
+
+def token_batches(lengths: list[int], max_tokens: int, max_batch: int) -> list[list[int]]:
+    """Indices into ``lengths`` (tokens per text) grouped for forward passes: longest first
+    (ties keep input order); each batch has at most ``max_batch`` texts and a padded size
+    (texts x its longest text) of at most ``max_tokens``; a text longer than ``max_tokens``
+    goes alone. Every index appears exactly once. ``max_tokens`` <= 0: no token bound."""
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    out: list[list[int]] = []
+    cur: list[int] = []
+    for i in order:
+        longest = lengths[cur[0]] if cur else lengths[i]  # sorted: the first is the longest
+        if cur and (len(cur) >= max_batch
+                    or (max_tokens > 0 and (len(cur) + 1) * max(longest, 1) > max_tokens)):
+            out.append(cur)
+            cur = []
+        cur.append(i)
+    if cur:
+        out.append(cur)
+    return out
 
 
 class _Slot:

@@ -14,6 +14,7 @@ from typing import Protocol
 
 import numpy as np
 
+from rcll.models.batching import token_batches
 from rcll.telemetry import metrics
 
 log = logging.getLogger(__name__)
@@ -65,11 +66,12 @@ class Embedder(Protocol):
 class SentenceTransformerEmbedder:
     """A sentence-transformers model on the CPU; vectors are L2-normalised (cosine = dot)."""
 
-    def __init__(self, model_name: str, batch_size: int = 64):
+    def __init__(self, model_name: str, batch_size: int = 64, batch_tokens: int = 0):
         from sentence_transformers import SentenceTransformer
 
         self.model_name = model_name
         self.batch_size = batch_size
+        self.batch_tokens = batch_tokens  # > 0: rcll.models.batching.token_batches
         self._model = SentenceTransformer(resolve_model_path(model_name), device="cpu")
         self.dim = int(self._model.get_embedding_dimension()
                        if hasattr(self._model, "get_embedding_dimension")
@@ -78,10 +80,27 @@ class SentenceTransformerEmbedder:
 
     def embed(self, texts: list[str]) -> np.ndarray:
         with self._lock, metrics.embed_call(len(texts)):  # one call at a time per process
-            return self._model.encode(
-                texts, batch_size=self.batch_size, normalize_embeddings=True,
-                convert_to_numpy=True, show_progress_bar=False,
-            ).astype(np.float32)
+            if self.batch_tokens <= 0 or len(texts) <= 1:
+                return self._encode(texts, self.batch_size)
+            out = np.empty((len(texts), self.dim), dtype=np.float32)
+            for idx in token_batches(self.token_lengths(texts), self.batch_tokens,
+                                     self.batch_size):
+                out[idx] = self._encode([texts[i] for i in idx], len(idx))
+            return out
+
+    def _encode(self, texts: list[str], batch_size: int) -> np.ndarray:
+        return self._model.encode(
+            texts, batch_size=batch_size, normalize_embeddings=True,
+            convert_to_numpy=True, show_progress_bar=False,
+        ).astype(np.float32)
+
+    def token_lengths(self, texts: list[str]) -> list[int]:
+        """Tokens the model reads of each text (special tokens included, capped at its
+        ``max_seq_length``): what one text adds to a batch's padded size."""
+        cap = int(getattr(self._model, "max_seq_length", 0) or 0) or None
+        enc = self._model.tokenizer(texts, add_special_tokens=True, truncation=cap is not None,
+                                    max_length=cap)["input_ids"]
+        return [len(e) for e in enc]
 
 
 class EmbedderHandle:
@@ -92,7 +111,8 @@ class EmbedderHandle:
 
     def __init__(self, model_name: str, batch_size: int = 64, enabled: bool = True,
                  expected_dim: int | None = None, torch_threads: int = 0,
-                 query_batch_wait_s: float = 0.0):
+                 query_batch_wait_s: float = 0.0, batch_tokens: int = 0):
+        self.batch_tokens = batch_tokens  # padded tokens per forward pass (0 = no bound)
         self.torch_threads = torch_threads  # rcll.models.threads.configure before loading
         self.query_batch_wait_s = query_batch_wait_s  # > 0: rcll.models.batching
         self.model_name = model_name
@@ -113,7 +133,8 @@ class EmbedderHandle:
                     from rcll.models import threads
 
                     threads.configure(self.torch_threads)
-                    emb = SentenceTransformerEmbedder(self.model_name, self.batch_size)
+                    emb = SentenceTransformerEmbedder(self.model_name, self.batch_size,
+                                                      self.batch_tokens)
                     if self.expected_dim and emb.dim != self.expected_dim:
                         raise ValueError(
                             f"model dimension {emb.dim} != schema dimension {self.expected_dim}")

@@ -257,7 +257,7 @@ def skipped_without_embedder(ctx: RetainContext, counts: dict, what: str) -> dic
                          f"{what} skipped, embedder unavailable: {ctx.embedder.error}"]}
 
 
-def run_embed(ctx: RetainContext, job_id: str, batch: int = 256) -> dict | None:
+def run_embed(ctx: RetainContext, job_id: str, batch: int = 128) -> dict | None:
     """Embed the units a job created (chunks and derived units). Returns the counts, or
     ``None`` when the job is gone or ended. An unavailable embedder is a job warning (the
     job ends ``partial``; units stay searchable lexically and ``rcll embeddings rebuild``

@@ -9,6 +9,7 @@ sweep re-sends what the broker lost (:func:`claim_lost`).
 from __future__ import annotations
 
 import json
+from datetime import UTC
 from uuid import UUID
 
 from psycopg import Connection
@@ -262,11 +263,45 @@ HINDSIGHT_STATUS = {"queued": "pending", "running": "processing", "succeeded": "
                     "partial": "completed", "failed": "failed"}
 
 
+# stages before units exist (their count is unknown) and before any is embedded
+_BEFORE_UNITS = ("convert", "chunk")
+
+
+def unit_progress(job: dict, now=None) -> dict:
+    """How far a job is, in units: ``{"units_total", "units_done", "units_per_s",
+    "eta_s"}``. ``units_total``: the units its ``chunk`` stage created (``None`` before
+    that stage ended, or for a job that makes none); ``units_done``: units embedded (all of
+    them once the job ended); ``units_per_s``: ``units_done`` over the seconds since the job
+    started (till it finished), ``None`` before one is done; ``eta_s``: seconds left at that
+    rate (0 once ended, ``None`` when unknown). ``now``: an aware datetime (default: now)."""
+    from datetime import datetime
+
+    counts = job.get("counts") or {}
+    ended = job.get("state") in TERMINAL
+    total = None
+    if "units_created" in counts and (ended or job.get("stage") not in _BEFORE_UNITS):
+        total = int(counts.get("units_created") or 0)
+    done = int(counts.get("units_embedded") or 0)
+    if total is not None:
+        done = total if ended else min(done, total)
+    started, finished = job.get("started_at"), job.get("finished_at")
+    rate = None
+    if done and hasattr(started, "timestamp"):
+        end = finished if ended and hasattr(finished, "timestamp") else (
+            now or datetime.now(UTC))
+        seconds = (end - started).total_seconds()
+        rate = round(done / seconds, 3) if seconds > 0 else None
+    eta = 0.0 if ended else (round((total - done) / rate, 1)
+                             if rate and total is not None else None)
+    return {"units_total": total, "units_done": done, "units_per_s": rate, "eta_s": eta}
+
+
 def to_json(job: dict) -> dict:
     """A job row as the API's operation object (ISO times, string ids): RCLL's ``state``
     (queued, running, succeeded, partial, failed) and, beside it, Hindsight's ``status``
     (:data:`HINDSIGHT_STATUS`), ``operation_id`` (= ``id``), ``task_type`` (= ``kind``),
-    ``items_count`` and ``error_message`` (= ``error``). The rule's fields
+    ``items_count`` and ``error_message`` (= ``error``), and ``progress`` in units
+    (:func:`unit_progress`). The rule's fields
     (:data:`RULE_FIELDS`) are left out. Unfiltered: routes show a job through
     :func:`rcll.access.jobs.job_json`, which redacts it for a caller who may not see it."""
     out = {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in job.items()
@@ -277,6 +312,8 @@ def to_json(job: dict) -> dict:
     counts = job.get("counts") or {}
     out["items_count"] = int(counts.get("items", counts.get("items_total", 0)) or 0)
     out["error_message"] = job.get("error")
+    if "state" in job:
+        out["progress"] = unit_progress(job)
     return json.loads(json.dumps(out, default=str))
 
 
