@@ -265,8 +265,11 @@ def hindsight_metadata(meta: Any) -> tuple[dict[str, str], dict[str, Any]]:
 
 def with_hindsight_metadata(unit: dict) -> dict:
     """``unit`` with :func:`hindsight_metadata` applied: ``metadata`` (strings) and
-    ``provenance`` (always present, ``{}`` when the unit has none), whichever tier or route
-    produced it."""
+    ``provenance`` (present whenever ``metadata`` is, ``{}`` when the unit has none), whichever tier or route
+    produced it. A compact result (no ``metadata`` field: ``context_tokens_left``) stays as
+    it is."""
+    if "metadata" not in unit:
+        return unit
     meta, prov = hindsight_metadata(unit.get("metadata"))
     return {**unit, "metadata": meta, "provenance": prov}
 

@@ -40,7 +40,7 @@ class Operation(TypedDict):
     finished_at: NotRequired[str | None]
     # {"units_total": int | None, "units_done": int, "units_per_s": float | None,
     #  "eta_s": float | None} (rcll.store.jobs.unit_progress)
-    progress: NotRequired[dict[str, Any]]
+    unit_progress: NotRequired[dict[str, Any]]
     # true: the caller may not see the job's items; only its kind, state and times are shown
     # (rcll.access.jobs)
     redacted: NotRequired[bool]

@@ -242,6 +242,10 @@ class Settings(BaseSettings):
     web_cookie_secure: bool = Field(
         False, description="RCLL_WEB_COOKIE_SECURE=on: the web screens' session cookie is "
         "sent over HTTPS only (set it when TLS terminates in front of the API).")
+    hindsight_sync_retain: bool = Field(
+        True, description="RCLL_HINDSIGHT_SYNC_RETAIN=on|off. on: a retain on Hindsight's path "
+        "(/v1/default/banks/{id}/memories) without `async` runs synchronously, Hindsight's "
+        "default; off: it is queued, as on RCLL's own route.")
     read_only: bool = Field(False, description="RCLL_READ_ONLY=on: the API serves only recall "
                             "and read, over the SELECT-only role; every write route is 403 "
                             "read_only_deployment.")

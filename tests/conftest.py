@@ -52,6 +52,9 @@ def _settings(state_dir: Path) -> Settings:
         max_item_chars=5_000,
         metrics_port=free_port(),  # the worker's Prometheus exporter (tests/ops)
         auth=False,  # the suite tests features; tests/access builds its own app with auth on
+        # the suite's job, worker and fault tests retain on Hindsight's path and follow the
+        # queued job; tests/api/test_hindsight_kinds.py turns Hindsight's sync default on
+        hindsight_sync_retain=False,
     )
 
 

@@ -8,7 +8,7 @@ from flask import Blueprint, jsonify, request
 from api import contracts as C
 from api import hindsight as hindsight_map
 from api.auth import principal, requires
-from api.deps import json_body, retain_service
+from api.deps import json_body, retain_service, services
 from api.openapi import doc
 from api.schemas import RetainRequest, check_bank_id
 from rcll import api_types as T
@@ -26,7 +26,8 @@ bp = Blueprint("retain", __name__)
     'item_too_large'], 503: ['queue_unavailable']})
 def retain_hindsight(bank_id: str):
     """Hindsight's retain: its fields mapped by :func:`api.hindsight.retain_body`
-    (``operation_id`` is the idempotency key), Hindsight's default (no ``async``: synchronous,
+    (``operation_id`` is the idempotency key), Hindsight's default (no ``async``: synchronous
+    while ``RCLL_HINDSIGHT_SYNC_RETAIN`` is on, the default,
     done when the answer comes; a batch over the sync cap runs here in slices of it, one
     operation each, ``operation_ids`` listing them) and Hindsight's status code: 200, also
     for an async request (``"async": true`` says it is queued)."""
@@ -53,7 +54,8 @@ def _retain(bank_id: str, hindsight: bool):
     op_id = None
     if hindsight:
         body, ignored, op_id = hindsight_map.retain_body(body)
-        body.setdefault("async", False)  # Hindsight's default: synchronous
+        if services().settings.hindsight_sync_retain:
+            body.setdefault("async", False)  # Hindsight's default: synchronous
     svc = retain_service()
     if isinstance(body.get("items"), list):  # refuse a huge batch before parsing it
         svc.check_item_count(len(body["items"]))

@@ -11,7 +11,9 @@ the limits any path-addressed id needs:
   Starlette, so such a bank could not be addressed), and not ``.`` or ``..`` (clients
   collapse those path segments);
 * no control characters (NUL, newline, tab: Unicode ``Cc``), no line or paragraph
-  separators (``Zl``, ``Zp``), no lone surrogates (``Cs``, not storable as UTF-8).
+  separators (``Zl``, ``Zp``), no lone surrogates (``Cs``, not storable as UTF-8), and no
+  U+FFFD: Werkzeug decodes a percent-encoded byte sequence that is not UTF-8 (a lone
+  surrogate sent in a path) to U+FFFD, so such an id names no bank the client meant.
 
 Ids are compared as given (no case folding, no Unicode normalisation): ``Kestrel`` and
 ``kestrel`` are two banks, as in Hindsight.
@@ -28,7 +30,7 @@ MAX_BANK_ID_CHARS = 256
 _REFUSED_CATEGORIES = {"Cc", "Cs", "Zl", "Zp"}
 # the same rule as a pattern, for OpenAPI and query models (the dot segments and lone
 # surrogates are left to check_bank_id: no lookaround in pydantic's regex engine)
-BANK_ID_PATTERN = r"^[^/\x00-\x1f\x7f-\x9f\u2028\u2029]{1,256}$"
+BANK_ID_PATTERN = r"^[^/\x00-\x1f\x7f-\x9f\u2028\u2029\ufffd]{1,256}$"
 
 
 class InvalidBankId(RCLLError):
@@ -36,8 +38,8 @@ class InvalidBankId(RCLLError):
     status = 400
 
 
-RULE = ("bank_id must be 1-256 characters without '/', control characters or lone "
-        "surrogates, and not '.' or '..'")
+RULE = ("bank_id must be 1-256 characters without '/', control characters, lone "
+        "surrogates or U+FFFD, and not '.' or '..'")
 
 
 def bank_id_problem(bank_id: object) -> str | None:
@@ -51,7 +53,7 @@ def bank_id_problem(bank_id: object) -> str | None:
     if "/" in bank_id:
         return "holds '/'"
     for ch in bank_id:
-        if unicodedata.category(ch) in _REFUSED_CATEGORIES:
+        if unicodedata.category(ch) in _REFUSED_CATEGORIES or ch == "\ufffd":
             return f"holds U+{ord(ch):04X}"
     return None
 

@@ -42,7 +42,7 @@ def measure(ops: list[str], latest: dict[str, dict], sizes: dict[str, tuple[str,
     pending: list[str] = []
     for op_id in ops:
         op = latest.get(op_id) or {}
-        prog = op.get("progress") or {}
+        prog = op.get("unit_progress") or {}
         if op.get("state") in TERMINAL:
             jobs_done += 1
         total = prog.get("units_total")

@@ -313,7 +313,7 @@ def to_json(job: dict) -> dict:
     out["items_count"] = int(counts.get("items", counts.get("items_total", 0)) or 0)
     out["error_message"] = job.get("error")
     if "state" in job:
-        out["progress"] = unit_progress(job)
+        out["unit_progress"] = unit_progress(job)
     return json.loads(json.dumps(out, default=str))
 
 

@@ -63,7 +63,8 @@ def test_malformed_json(client, services, seeded):
 
 
 def test_invalid_bank_id(client, services, seeded):
-    _error(client.post("/v1/default/banks/bad%20id!/memories", json={"items": [{"content": "x"}]}),
+    # any text Hindsight takes is a bank id (rcll.banks.ids); a control character is not
+    _error(client.post("/v1/default/banks/bad%01id/memories", json={"items": [{"content": "x"}]}),
            400, "invalid_bank_id")
     _error(client.post("/v1/default/banks/nl%0A/memories", json={"items": [{"content": "x"}]}),
            400, "invalid_bank_id")

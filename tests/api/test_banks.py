@@ -12,8 +12,9 @@ def test_delete_bank_removes_everything(client, services):
     assert listed[bank] == 1
     assert client.delete(f"/v1/default/banks/{bank}").status_code == 200
     assert db_counts(services, bank) == {"units": 0, "embeddings": 0, "documents": 0, "jobs": 0}
+    # a bank that is gone is deleted already (Hindsight's answer; crewai and agno reset so)
     r = client.delete(f"/v1/default/banks/{bank}")
-    assert r.status_code == 404 and r.get_json()["error"]["code"] == "bank_not_found"
+    assert r.status_code == 200 and r.get_json()["existed"] is False
 
 
 def test_every_foreign_key_column_is_indexed(services):

@@ -80,7 +80,7 @@ def test_bad_input_and_unknown_units_are_4xx(client, services):
     err(client.post(BASE.format(bank=bank, uid=uid), data="{not json",
                     content_type="application/json"), 400, "malformed_json")
     err(_post(client, bank, "not-a-uuid", {"outcome": "success"}), 400, "invalid_unit_id")
-    err(_post(client, "bad$bank", uid, {"outcome": "success"}), 400, "invalid_bank_id")
+    err(_post(client, "bad%01bank", uid, {"outcome": "success"}), 400, "invalid_bank_id")
     err(_post(client, bank, str(uuid4()), {"outcome": "success"}), 404, "unit_not_found")
     err(_post(client, "fb-no-such-bank", uid, {"outcome": "success"}), 404, "bank_not_found")
     # a unit of another bank is not found in this one, and nothing is stored for it

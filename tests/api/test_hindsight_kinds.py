@@ -40,6 +40,15 @@ from hindsight_client import Hindsight  # noqa: E402
 B = "/v1/default/banks/{}"
 
 
+@pytest.fixture(autouse=True)
+def hindsight_sync_default(services, monkeypatch):
+    """These tests use Hindsight's path as Hindsight's clients do: its retain default
+    (synchronous, RCLL_HINDSIGHT_SYNC_RETAIN on, the deployment default) — the suite's
+    settings turn it off for the job and worker tests."""
+    monkeypatch.setattr(services, "settings",
+                        services.settings.model_copy(update={"hindsight_sync_retain": True}))
+
+
 def seg(bank: str) -> str:
     return quote(bank, safe="")
 
@@ -240,7 +249,11 @@ def test_bank_ids_through_the_cli_and_mcp(app, monkeypatch):
 
 # -- 3. retain defaults ------------------------------------------------------------------------
 
-def test_hindsight_retain_defaults_to_sync_rcll_to_async(app, client, services):
+def test_hindsight_retain_defaults_to_sync_rcll_to_async(app, client, services, monkeypatch):
+    # the deployment default (RCLL_HINDSIGHT_SYNC_RETAIN on); the suite's settings turn it off
+    assert type(services.settings)().hindsight_sync_retain is True
+    monkeypatch.setattr(services, "settings",
+                        services.settings.model_copy(update={"hindsight_sync_retain": True}))
     bank = "hs-kinds-sync"
     client.delete(B.format(bank))
     r = client.post(B.format(bank) + "/memories",

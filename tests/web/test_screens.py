@@ -22,7 +22,7 @@ def test_sign_in_keeps_the_key_server_side(page, data, base_url):
     expect(page.get_by_test_id("error")).to_contain_text("not valid")
     sign_in(page, data["bob"])
     expect(page).to_have_url(re.compile(r"/ui/banks$"))
-    expect(page.get_by_test_id("member")).to_have_text("bob")
+    expect(page.get_by_test_id("member")).to_have_text(data["bob_id"])
     expect(page.get_by_role("link", name=BANK, exact=True)).to_be_visible()
     expect(page.get_by_role("link", name=OTHER, exact=True)).to_have_count(0)  # no grant
     cookies = {c["name"]: c for c in page.context.cookies()}
