@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import re
+import uuid
 
 from playwright.sync_api import expect
 
@@ -184,13 +185,14 @@ def test_a_job_is_watched_until_it_succeeds(page, data, web_app):
 
 
 def test_access_screen_shows_a_new_key_once(page, data):
+    dave = f"dave-{uuid.uuid4().hex[:6]}"  # the suite shares one database (an 'hm-dave' too)
     sign_in(page, ADMIN_KEY)
     page.goto("/ui/access")
-    page.get_by_label("Member id").fill("dave")
+    page.get_by_label("Member id").fill(dave)
     page.get_by_role("button", name="Create").click()
     expect(page.get_by_role("status").first).to_contain_text("Member created")
     page.get_by_label("Label").last.fill("laptop")
-    page.locator("tr", has_text="dave").get_by_role("button", name="Issue key").click()
+    page.locator("tr", has_text=dave).get_by_role("button", name="Issue key").click()
     key = page.get_by_test_id("new-key").inner_text()
     assert key.startswith("rcll_")
     page.get_by_test_id("new-key").evaluate(  # no working-looking key in a committed image
@@ -200,16 +202,16 @@ def test_access_screen_shows_a_new_key_once(page, data):
     assert key not in page.content()  # shown once
     page.goto(f"/ui/banks/{BANK}/access")
     expect(page.get_by_role("heading", name=f"Grants on {BANK}")).to_be_visible()
-    page.get_by_label("Member id").fill("dave")
+    page.get_by_label("Member id").fill(dave)
     page.get_by_label("Role").select_option("read")
     page.get_by_role("button", name="Set grant").click()
     expect(page.get_by_role("status").first).to_contain_text("Grant set")
-    expect(page.locator("table").first).to_contain_text("dave")
+    expect(page.locator("table").first).to_contain_text(dave)
     expect(page.locator("table").last).to_contain_text("grant.set")  # the audit log
     shot(page, "bank-access")
-    page.get_by_role("button", name="Revoke the grant of dave").click()
+    page.get_by_role("button", name=f"Revoke the grant of {dave}").click()
     expect(page.get_by_role("status").first).to_contain_text("Grant revoked")
-    expect(page.locator("table").first).not_to_contain_text("dave")
+    expect(page.locator("table").first).not_to_contain_text(dave)
 
 
 def test_auth_off_shows_the_banner_and_needs_no_sign_in(client):
