@@ -133,6 +133,20 @@ def run_ingest(s, inputs: list[str], bank: str) -> dict:
             "refused": [f"{x.source}: {x.reason}" for x in refused + file_refused]}
 
 
+def _portable(args: dict) -> dict:
+    """``args`` with paths inside or beside the checkout written relative to it, so a
+    committed result names no machine's folders."""
+    out = {}
+    for k, v in args.items():
+        if isinstance(v, str) and v.startswith("/"):
+            try:
+                v = os.path.relpath(v, ROOT)
+            except ValueError:
+                pass
+        out[k] = v
+    return out
+
+
 def main() -> None:
     from rcll.config import Settings
     from rcll.dev import processes, stack
@@ -228,7 +242,7 @@ def main() -> None:
                     if args.out:  # the runs so far, in case the run is cut short
                         Path(args.out).write_text(json.dumps(
                             {"runs": runs, "partial": True, "cores": cores,
-                             "args": vars(args), "base": base}, indent=2, default=str) + "\n")
+                             "args": _portable(vars(args)), "base": base}, indent=2, default=str) + "\n")
     finally:
         processes.stop(s.run_dir.resolve(), "worker")
         stack.down(s, log=lambda *_: None)
@@ -246,7 +260,7 @@ def main() -> None:
                   f"ratio {m['ratio']:.2f}")
     if args.out:
         Path(args.out).write_text(json.dumps(
-            {"runs": runs, "summary": summary, "cores": cores, "args": vars(args),
+            {"runs": runs, "summary": summary, "cores": cores, "args": _portable(vars(args)),
              "base": base, "when": time.strftime("%Y-%m-%d %H:%M:%S")},
             indent=2, default=str) + "\n")
 
