@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import psycopg
 from psycopg import Connection
@@ -141,6 +143,15 @@ def make_pool(url: str, *, min_size: int = 1, max_size: int = 8, name: str = "rc
 # connections, serialization failure and deadlock (PostgreSQL manual, appendix A).
 _TRANSIENT_PREFIXES = ("08", "57P")
 _TRANSIENT_STATES = frozenset({"53300", "40001", "40P01"})
+
+
+@contextmanager
+def read_only(pool: ConnectionPool) -> Iterator[Connection]:
+    """A connection from ``pool`` inside a ``READ ONLY`` transaction (committed, or rolled
+    back on an exception, when the block ends): what every read use case runs in."""
+    with pool.connection() as conn, conn.transaction():
+        conn.execute("SET TRANSACTION READ ONLY")
+        yield conn
 
 
 def is_transient(exc: BaseException) -> bool:

@@ -10,17 +10,16 @@ its transaction, its audit entry and the tier-1 invalidation after the commit.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from rcll.access.principal import Principal
 from rcll.access.visibility import rule_for
 from rcll.cascade import invalidation
+from rcll.db import read_only
 from rcll.store import audit, banks, documents
 
 if TYPE_CHECKING:
-    from psycopg import Connection
 
     from rcll.bootstrap import Services
 
@@ -31,12 +30,9 @@ class DocumentService:
     def __init__(self, services: Services) -> None:
         self._services = services
 
-    @contextmanager
-    def _read(self) -> Iterator[Connection]:
-        """A READ ONLY transaction on the read pool."""
-        with self._services.read_pool.connection() as conn, conn.transaction():
-            conn.execute("SET TRANSACTION READ ONLY")
-            yield conn
+    def _read(self):
+        """A READ ONLY transaction on the read pool (:func:`rcll.db.read_only`)."""
+        return read_only(self._services.read_pool)
 
     def list_documents(self, principal: Principal, bank_id: str, limit: int, offset: int, *,
                        q: str | None = None, tags: Sequence[str] | None = None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rcll.access.principal import Principal
 from rcll.access.purposes import unknown_purpose
+from rcll.db import read_only
 from rcll.errors import Rejected
 from rcll.lifecycle import rules
 from rcll.lifecycle.context import LifecycleContext
@@ -35,8 +36,7 @@ def read(ctx: LifecycleContext, principal: Principal, bank_id: str, unit_id: str
         raise Rejected(403, "purpose_not_granted",
                        f"purpose {purpose!r} is not granted to this key on bank {bank_id!r}",
                        {"purpose": purpose, "granted": list(principal.purposes(bank_id))})
-    with ctx.read_pool.connection() as conn, conn.transaction():
-        conn.execute("SET TRANSACTION READ ONLY")
+    with read_only(ctx.read_pool) as conn:
         banks.get(conn, bank_id)
         row = conn.execute("SELECT audience, purposes FROM memory_units WHERE id = %s "
                            "AND bank_id = %s", (uid, bank_id)).fetchone()
@@ -53,8 +53,7 @@ def history(ctx: LifecycleContext, principal: Principal, bank_id: str, unit_id: 
     ``unit_not_found``. READ ONLY transaction on the read pool."""
     principal.require(bank_id, "read")
     uid = rules.unit_id(unit_id)
-    with ctx.read_pool.connection() as conn, conn.transaction():
-        conn.execute("SET TRANSACTION READ ONLY")
+    with read_only(ctx.read_pool) as conn:
         banks.get(conn, bank_id)
         row = conn.execute("SELECT audience, purposes FROM memory_units WHERE id = %s "
                            "AND bank_id = %s", (uid, bank_id)).fetchone()

@@ -7,18 +7,16 @@ Reads run in a READ ONLY transaction on the read pool.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from rcll.access.jobs import job_json, job_visible
 from rcll.access.principal import Principal
 from rcll.access.visibility import unit_filter
+from rcll.db import read_only
 from rcll.errors import JobNotFound
 from rcll.store import banks, item_errors, jobs
 
 if TYPE_CHECKING:
-    from psycopg import Connection
 
     from rcll.bootstrap import Services
 
@@ -29,11 +27,9 @@ class OperationService:
     def __init__(self, services: Services) -> None:
         self._services = services
 
-    @contextmanager
-    def _read(self) -> Iterator[Connection]:
-        with self._services.read_pool.connection() as conn, conn.transaction():
-            conn.execute("SET TRANSACTION READ ONLY")
-            yield conn
+    def _read(self):
+        """A READ ONLY transaction on the read pool (:func:`rcll.db.read_only`)."""
+        return read_only(self._services.read_pool)
 
     def get(self, principal: Principal, bank_id: str, operation_id: str) -> dict:
         """One job of ``bank_id`` by id or by Hindsight's caller-chosen ``operation_id`` (the

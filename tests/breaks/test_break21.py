@@ -11,8 +11,7 @@ import uuid
 import pytest
 
 from tests.access.conftest import ADMIN, bearer, make_member  # noqa: F401
-
-ALL = ["assist", "operate", "audit", "personal"]
+from tests.breaks.test_shared_bank import ALL, read, retain, units
 
 
 @pytest.fixture()
@@ -28,29 +27,6 @@ def trio(api):
         out["k" + name] = make_member(api, member, bank, role, purposes=purposes,
                                       default_purposes=purposes)
     return out
-
-
-def retain(api, t, who, **item):
-    r = api.post(f"/v1/default/banks/{t['bank']}/memories",
-                 json={"items": [item], "async": False}, headers=bearer(t["k" + who]))
-    assert r.status_code == 200, r.get_json()
-    op = r.get_json()["operation"]
-    assert op["state"] == "succeeded", op
-    return op
-
-
-def units(api, t, who, **params):
-    r = api.get(f"/v1/default/banks/{t['bank']}/memories/list",
-                query_string={"limit": 500, **params}, headers=bearer(t["k" + who]))
-    assert r.status_code == 200, r.get_json()
-    out: dict[str, list] = {}
-    for u in r.get_json()["items"]:
-        out.setdefault(u["text"], []).append(u)
-    return out
-
-
-def read(api, t, who, unit_id):
-    return api.get(f"/banks/{t['bank']}/units/{unit_id}", headers=bearer(t["k" + who]))
 
 
 def correct(api, t, who, unit_id, **changes):
