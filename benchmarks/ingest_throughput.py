@@ -103,7 +103,7 @@ def parse_variant(name: str, base_tree: Path, defaults) -> dict:
     if name == "before":
         return {"name": name, "tree": base_tree, "concurrency": 1, "threads": 0}
     if name == "after":
-        return {"name": name, "tree": ROOT, "concurrency": defaults.worker_concurrency,
+        return {"name": name, "tree": ROOT, "concurrency": defaults.worker_processes,
                 "threads": defaults.torch_threads}
     m = re.fullmatch(r"c(\d+)t(\d+)", name)
     if not m:

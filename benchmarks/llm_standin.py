@@ -98,7 +98,7 @@ def run(s: Settings, args) -> None:
     bank = f"eval-locomo-{args.conversation}"
     items = ds.banks[bank]
     print(f"LoCoMo {args.conversation}: {len(items)} turns; provider litellm, model "
-          f"{s.llm_model} (replay stand-in, echo mode); worker concurrency {s.worker_concurrency}")
+          f"{s.llm_model} (replay stand-in, echo mode); worker processes {s.worker_processes}")
     t0 = time.monotonic()
     resp = client.post(f"/v1/default/banks/{bank}/memories", json={"items": items})
     op = wait(client, bank, resp.get_json()["operation_id"])

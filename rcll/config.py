@@ -5,6 +5,8 @@ Every other module receives a :class:`Settings` instance; nothing else reads ``o
 
 from __future__ import annotations
 
+import os
+
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -63,8 +65,10 @@ class Settings(BaseSettings):
     api_workers: int = Field(1, ge=1, description="gunicorn worker processes of the API "
                              "(benchmarks/recall_load.py).")
     api_threads: int = Field(4, description="gunicorn threads per API worker process.")
-    worker_concurrency: int = Field(1, description="Celery pool processes per worker (2 did "
-                                    "not beat 1 on 2 cores: benchmarks/ingest_throughput.py).")
+    worker_concurrency: int = Field(0, ge=0, description="Celery pool processes per worker; "
+                                    "0 = one per core (os.cpu_count(), Celery's own default). A "
+                                    "container scaled by replicas sets 1 (docs decision "
+                                    "\"worker-concurrency\").")
     torch_threads: int = Field(1, ge=0, description="torch intra-op threads per process "
                                "(embedder, reranker); 0 = torch's default, one per core. Scale "
                                "with processes instead (README \"Throughput\").")
@@ -305,6 +309,11 @@ class Settings(BaseSettings):
     def db_url_readonly(self) -> str:
         """The URL recall connects with; a SELECT-only role in a read-only deployment."""
         return self.readonly_database_url or self.db_url
+
+    @property
+    def worker_processes(self) -> int:
+        """Pool processes a worker starts: ``worker_concurrency``, or one per core when 0."""
+        return self.worker_concurrency or max(1, os.cpu_count() or 1)
 
     @property
     def broker(self) -> str:

@@ -56,7 +56,7 @@ def worker_cmd(settings: Settings, queues: str | None = None, concurrency: int |
                name: str = "rcll") -> list[str]:
     """The Celery worker command line (all queues unless ``queues`` names some)."""
     cmd = [sys.executable, "-m", "celery", "-A", "workers.celery_app", "worker",
-           "--loglevel", "INFO", "--concurrency", str(concurrency or settings.worker_concurrency),
+           "--loglevel", "INFO", "--concurrency", str(concurrency or settings.worker_processes),
            "--hostname", f"{name}@%h"]
     if queues:
         cmd += ["--queues", queues]
