@@ -18,6 +18,7 @@ bodies, paging, database outage).
 from __future__ import annotations
 
 import copy
+import inspect
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -262,7 +263,7 @@ def build(app: Flask, title: str = "RCLL", version: str | None = None) -> dict:
         op: dict[str, Any] = {"operationId": f"{endpoint}.{method.lower()}",
                               "tags": list(d.tags) or [endpoint.split(".", 1)[0]],
                               "x-rcll-role": role}
-        text = (view.__doc__ or "").strip()
+        text = inspect.cleandoc(view.__doc__ or "")
         op["summary"] = plain_text(d.summary or _summary(text) or endpoint, code=False)
         if text:
             op["description"] = text

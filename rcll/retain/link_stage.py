@@ -2,8 +2,7 @@
 
 Each live unit the job created that has a vector is linked to its ``top_k`` most similar
 other live units of its bank with cosine ≥ ``min_cosine`` (weight = cosine). Search, by the
-size of the bank (benchmarks/link_stage.py, figures in README "Semantic links and dedup
-proposals"):
+size of the bank (benchmarks/link_stage.py, figures in docs/concepts/consolidation.md "Semantic links and dedup proposals"):
 
 - up to :data:`EXACT_MAX_VECTORS` vectors: exact, in memory — the bank's live vectors are
   read once (binary COPY), a matrix product per batch of the job's units, top-k by
