@@ -148,7 +148,7 @@ class Settings(BaseSettings):
                                 "file (files/retain, rcll ingest; 413 file_too_large).")
     max_files_per_request: int = Field(32, description="Files per files/retain request (413 "
                                        "too_many_files).")
-    # file conversion bounds (rcll.files.convert.ConvertLimits; docs/concepts/retain.md "Files: conversion on the workers")
+    # file conversion bounds (rcll.files.convert.ConvertLimits; docs/concepts/retain.md "Files")
     file_max_zip_entries: int = Field(
         10_000, ge=1, description="RCLL_FILE_MAX_ZIP_ENTRIES: most entries in the ZIP "
         "container of a DOCX, PPTX, XLSX or EPUB, read from its central directory before "
@@ -184,8 +184,8 @@ class Settings(BaseSettings):
         0.80, description="Cosine from which two units become a dedup proposal (spec §4.7).")
     dedup_cluster_min_cosine: float = Field(
         0.98, description="Cosine from which dedup units are one cluster: N identical or "
-        "near-identical units are one proposal of size N (docs/concepts/consolidation.md "
-        "\"Semantic links and dedup proposals\").")
+        "near-identical units are one proposal of size N "
+        "(docs/concepts/consolidation.md \"Semantic links and dedup proposals\").")
     dedup_window: int = Field(500, description="Newest live units of a bank a dedup scan compares.")
     dedup_scan_interval_s: float = Field(
         300, description="How often beat enqueues dedup scans of banks with new units.")
@@ -222,7 +222,7 @@ class Settings(BaseSettings):
         3600, gt=0, description="How often beat decays and prunes the Hebbian co-recall "
         "weights (rcll.cascade.hebbian).")
 
-    # --- multi-agent access (rcll.access; spec §7; docs/concepts/access.md "Members, keys and permissions") --
+    # --- multi-agent access (rcll.access; spec §7; docs/concepts/access.md) ---------------
     auth: bool = Field(True, description="RCLL_AUTH=on|off. on: every request carries "
                        "'Authorization: Bearer <key>'. off is for the local dev stack only "
                        "(rcll dev up) and is announced loudly at start.")
@@ -266,17 +266,9 @@ class Settings(BaseSettings):
             raise ValueError(f"unknown recipe {v!r}; known: {', '.join(sorted(RECIPES))}")
         return v
 
-    # Defaults from benchmarks/rerank_latency.py (benchmarks/results/rerank_latency.txt): a
-    # MiniLM-L6 cross-encoder (ms-marco-MiniLM-L-6-v2's architecture) on these 2 shared cores,
-    # load average 4-10, LoCoMo turns. torch 1 thread: ~24 ms per pair whatever N and batch;
-    # p50 N=10 259-275 ms (batch 8-64), N=20 490, N=50 1,176, N=100 2,356 (query embedding
-    # 24 ms p50 in the same run). torch 2 threads (the service default): N=10 1,165 ms at
-    # batch 16 (1,501-1,718 at 8/32/64), query embedding 360 ms. No N met the 100-150 ms
-    # aim under that load; N=10 is the smallest measured, batch 16 the best there with 2
-    # threads and one forward pass for N <= 16. On an idle machine the cost is a fraction of
-    # this: raise N with the benchmark's pick (largest N with p50 <= --budget-ms).
+    # Defaults from benchmarks/rerank_latency.py: docs/decisions/0008-reranker-defaults.md.
     rerank_top_n: int = Field(10, ge=1, le=1000, description="Units of the fused ranking reranked "
-                              "(RCLL_RERANK_TOP_N; see the measurements above).")
+                              "(RCLL_RERANK_TOP_N; docs/decisions/0008-reranker-defaults.md).")
     rerank_batch_size: int = Field(16, ge=1, le=512, description="Pairs per cross-encoder forward "
                                    "pass (RCLL_RERANK_BATCH_SIZE).")
 

@@ -119,8 +119,9 @@ RECIPES: dict[str, Recipe] = {
     "dense": Recipe("dense", ("dense",), fallback=("lexical",), steps=POST),
     "lexical": Recipe("lexical", ("lexical",), steps=POST),
     # cold: what measured better on both datasets (benchmarks/recall_ablation.py,
-    # docs/decisions/0002-recipe-full-session-coverage-dense-floor.md): hybrid's weights with the dense channel unfloored (DENSE), the
-    # lexical channel with neighbour context in banks of short units, the temporal channel,
+    # docs/decisions/0002-recipe-full-session-coverage-dense-floor.md): hybrid's weights with the
+    # dense channel unfloored (DENSE), the lexical channel with neighbour context in banks of
+    # short units, the temporal channel,
     # then session-then-turn scoring (SESSION), the speaker prior, rerank (when a model is
     # configured), trust, expansion, query-term coverage (COVERAGE) and post-processing.
     "cold": Recipe("cold", ("dense", "lexical", "temporal"),
@@ -130,7 +131,8 @@ RECIPES: dict[str, Recipe] = {
                    params={"dense": DENSE,
                            "lexical": {"context": 0.5, "context_max_avgdl": CONTEXT_MAX_AVGDL}}),
     # full: cold plus the graph channel — all four channels of spec §5 — the default: it
-    # measures at least as well as cold on both datasets (docs/decisions/0002-recipe-full-session-coverage-dense-floor.md).
+    # measures at least as well as cold on both datasets
+    # (docs/decisions/0002-recipe-full-session-coverage-dense-floor.md).
     "full": Recipe("full", ("dense", "lexical", "graph", "temporal"),
                    {"dense": 0.3, "lexical": 1.0, "graph": 0.1, "temporal": 0.3},
                    steps=(SESSION, SPEAKER, Step.of("rerank"), Step.of("trust"),

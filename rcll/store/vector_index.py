@@ -1,8 +1,8 @@
 """Per-bank HNSW indexes for big banks: the maintenance side of the dense channel's design.
 
-Design (chosen by ``benchmarks/scale.py``; docs/decisions/0009-vector-index-per-bank.md): ``memory_embeddings``
-has no index over every bank's vectors. A bank below ``min_units`` vectors is searched
-exactly (its rows through the ``bank_id`` btree, then sorted by distance: a few ms for a
+Design (chosen by ``benchmarks/scale.py``; docs/decisions/0009-vector-index-per-bank.md):
+``memory_embeddings`` has no index over every bank's vectors. A bank below ``min_units``
+vectors is searched exactly (its rows through the ``bank_id`` btree, then sorted by distance: a few ms for a
 few thousand rows), so its cost depends on its own size, and an insert into it updates only
 btrees. A bank at or above ``min_units`` gets its own partial HNSW index
 (``... USING hnsw (embedding vector_cosine_ops) WHERE bank_id = '<id>'``), which the planner
