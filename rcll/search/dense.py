@@ -3,7 +3,8 @@
 Vector search cost follows the size of the bank asked, not of the database
 (docs/decisions/0009-vector-index-per-bank.md): a bank below
 ``rcll.store.vector_index.DEFAULT_MIN_UNITS`` vectors is scanned exactly through the
-``(bank_id, model)`` btree; a bigger bank has its own partial HNSW index (``WHERE bank_id = '<id>'``, built by the maintenance task), which the planner picks for it.
+``(bank_id, model)`` btree; a bigger bank has its own partial HNSW index
+(``WHERE bank_id = '<id>'``, built by the maintenance task), which the planner picks for it.
 
 Two settings hold for the query's transaction only (``set_config(..., true)``):
 
