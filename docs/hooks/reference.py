@@ -112,9 +112,9 @@ def openapi_document() -> dict:
     from api.openapi import build
     from rcll.config import Settings
 
-    state = tempfile.mkdtemp(prefix="rcll-docs-")
-    settings = Settings(state_dir=Path(state), key_secret="docs-build-" + "x" * 32)
-    return build(create_app(settings))
+    with tempfile.TemporaryDirectory(prefix="rcll-docs-") as state:
+        settings = Settings(state_dir=Path(state), key_secret="docs-build-" + "x" * 32)
+        return build(create_app(settings))
 
 
 def http_page(doc: dict) -> str:
