@@ -112,9 +112,18 @@ def openapi_document() -> dict:
     from api.openapi import build
     from rcll.config import Settings
 
+    import logging
+
+    # The app's pools try the (absent) database in the background; their retries are noise
+    # here: the document needs no connection.
+    logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
     with tempfile.TemporaryDirectory(prefix="rcll-docs-") as state:
         settings = Settings(state_dir=Path(state), key_secret="docs-build-" + "x" * 32)
-        return build(create_app(settings))
+        app = create_app(settings)
+        try:
+            return build(app)
+        finally:
+            app.extensions["rcll"].close()
 
 
 def http_page(doc: dict) -> str:
