@@ -108,11 +108,11 @@ _COMPONENTS: set[str] = set()
 def openapi_document() -> dict:
     """The app's OpenAPI document, built without starting anything (a temporary state
     folder, a throw-away key secret: nothing is written in the checkout)."""
+    import logging
+
     from api.app import create_app
     from api.openapi import build
     from rcll.config import Settings
-
-    import logging
 
     # The app's pools try the (absent) database in the background; their retries are noise
     # here: the document needs no connection.
