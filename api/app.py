@@ -67,8 +67,9 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     app.register_blueprint(tunnel_routes.bp)
     app.register_blueprint(hindsight_routes.bp)
     app.register_blueprint(file_routes.bp)
-    app.register_blueprint(openapi.bp)  # /openapi.json and /docs (README "OpenAPI")
-    web.register(app)  # /, /ui/... : the web screens (README "Web screens")
+    # /openapi.json and /docs (docs/reference/http-conventions.md "OpenAPI")
+    app.register_blueprint(openapi.bp)
+    web.register(app)  # /, /ui/... : the web screens (docs/reference/web-screens.md)
     # Load the embedder, then the reranker (checking its scoring head), in the background so
     # the first recall does not pay for them and /readyz reports the reranker from start-up.
     threading.Thread(target=lambda: (svc.embedder.get(), svc.reranker.load()),

@@ -1,5 +1,5 @@
-"""Who is calling, and which role each route needs (spec §7; README "Members, keys and
-permissions").
+"""Who is calling, and which role each route needs (spec §7;
+docs/concepts/access.md "Members, keys and permissions").
 
 Every view declares the role it needs on the bank in its path with :func:`requires`
 (``read``, ``write`` or ``admin``; ``"public"`` for health probes; ``"member"`` for a route

@@ -1,7 +1,7 @@
 """Hindsight compatibility: the one place where Hindsight's request fields are mapped onto
 RCLL's and RCLL's answers are given the fields Hindsight's client models require.
 
-The rule (README "Hindsight clients"): each route that Hindsight's client calls has an
+The rule (docs/guides/hindsight.md): each route that Hindsight's client calls has an
 explicit allow-list of the Hindsight field names RCLL's own model lacks — the tables below,
 each field with what RCLL does with it (``honoured``: mapped onto an RCLL field;
 ``ignored``: accepted and dropped, named back in the answer's ``ignored_fields``;
@@ -468,7 +468,7 @@ class DocumentListItem(_Open):
     revision: int | None = Field(None, description="RCLL: versions applied to this lineage")
     audience: str | None = Field(None, description="RCLL: the lineage's audience ('bank' or a "
                                  "member id; a document is one lineage per audience and "
-                                 "purpose set, README 'Retain')")
+                                 "purpose set; docs/concepts/retain.md)")
     purposes: list[str] | None = Field(None, description="RCLL: the lineage's purposes (sorted)")
 
 

@@ -18,6 +18,7 @@ bodies, paging, database outage).
 from __future__ import annotations
 
 import copy
+import inspect
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -184,9 +185,41 @@ def _query_params(schemas: dict, query_schema: dict) -> list[dict]:
     return out
 
 
+_ROLE = re.compile(r":(?:[a-z]+:)?[a-z]+:`(?:([^`<]*?)\s*<[^`>]*>|~?([^`]*))`")
+_LITERAL = re.compile(r"``(.+?)``", re.S)
+
+
+def _role_text(m: re.Match) -> str:
+    if m.group(1) is not None:  # :func:`the text <target>`
+        return m.group(1)
+    target = m.group(2)
+    return "`" + (target.rsplit(".", 1)[-1] if m.group(0).find("`~") >= 0 else target) + "`"
+
+
+def plain_text(text: str, *, code: bool = True) -> str:
+    """A docstring as OpenAPI text (CommonMark, which Swagger UI renders): reStructuredText
+    roles (``:func:`x.y```, ``:class:`~x.Y```) become the name in single backticks and
+    double-backtick literals single-backtick code; ``code=False`` (a summary, shown as
+    plain text) drops the backticks too."""
+    out = _LITERAL.sub(lambda m: "`" + m.group(1) + "`", _ROLE.sub(_role_text, text))
+    return out if code else out.replace("`", "")
+
+
+def plain_descriptions(node: Any) -> Any:
+    """``node`` (a schema, an operation, the document) with every ``description`` string
+    in plain text (:func:`plain_text`); a new object, ``node`` unchanged."""
+    if isinstance(node, dict):
+        return {k: (plain_text(v) if k == "description" and isinstance(v, str)
+                    else plain_descriptions(v)) for k, v in node.items()}
+    if isinstance(node, list):
+        return [plain_descriptions(v) for v in node]
+    return node
+
+
 def _summary(docstring: str) -> str:
-    """The first sentence of a view's docstring, on one line (≤ 120 characters)."""
-    first = " ".join(docstring.split("\n\n")[0].split())
+    """The first sentence of a view's docstring, on one line (≤ 120 characters), in plain
+    text (no markup: OpenAPI summaries are not rendered)."""
+    first = plain_text(" ".join(docstring.split("\n\n")[0].split()), code=False)
     m = re.match(r"(.+?\.)(\s|$)", first)
     out = m.group(1) if m else first
     return out if len(out) <= 120 else out[:117].rsplit(" ", 1)[0] + " …"
@@ -230,8 +263,8 @@ def build(app: Flask, title: str = "RCLL", version: str | None = None) -> dict:
         op: dict[str, Any] = {"operationId": f"{endpoint}.{method.lower()}",
                               "tags": list(d.tags) or [endpoint.split(".", 1)[0]],
                               "x-rcll-role": role}
-        text = (view.__doc__ or "").strip()
-        op["summary"] = d.summary or _summary(text) or endpoint
+        text = inspect.cleandoc(view.__doc__ or "")
+        op["summary"] = plain_text(d.summary or _summary(text) or endpoint, code=False)
         if text:
             op["description"] = text
         if role != "public":
@@ -281,17 +314,17 @@ def build(app: Flask, title: str = "RCLL", version: str | None = None) -> dict:
                 "content": {JSON: {"schema": schema}}}
         op["responses"] = responses
         paths.setdefault(openapi_path(rule), {})[method.lower()] = op
-    return {
+    return plain_descriptions({
         "openapi": "3.1.0",
         "info": {"title": title, "version": version or rcll.__version__,
                  "description": "RCLL's HTTP API, with Hindsight's routes under /v1/default "
-                                "(README \"HTTP API\", \"Hindsight clients\", \"OpenAPI\"). "
+                                "(documentation: docs/reference/http.md). "
                                 "Generated from the request and response models."},
         "paths": paths,
         "components": {"schemas": dict(sorted(defs.items())),
                        "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer",
                                                       "description": "an RCLL API key"}}},
-    }
+    })
 
 
 # -- serving -------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ turns (one unit per turn, real all-MiniLM-L6-v2 vectors, cached in the state dir
   one job holding the bank's units, batches of 128) in units/s, on a one-conversation bank
   (conv-41, 663 turns; exact scan) and on all of LoCoMo in one bank (5,882 turns; exact, then
   through the bank's own HNSW index as ``maintenance.vector_indexes`` would build it), beside
-  the 99.4 units/s of chunk-mode ingest (README "Measured") as a share of its time;
+  the 99.4 units/s of chunk-mode ingest (docs/decisions/0001-evaluation-history.md) as a share of its time;
 - one dedup scan (500 newest units) on the conv-41 bank;
 - recall p50 on the conv-41 bank (two entities per unit) without and with the entities of
   recall results (rcll.search.recall._entities), query vectors precomputed, each query
@@ -44,7 +44,7 @@ from rcll.search.models import RecallQuery  # noqa: E402
 from rcll.store import dedup, links, vector_index  # noqa: E402
 
 MODEL = "all-MiniLM-L6-v2"
-CHUNK_MODE_UNITS_PER_S = 99.4  # README "Measured": chunk-mode ingest of LoCoMo after issue 5
+CHUNK_MODE_UNITS_PER_S = 99.4  # docs/decisions/0001-evaluation-history.md: chunk-mode ingest of LoCoMo after issue 5
 
 
 class _Emb:

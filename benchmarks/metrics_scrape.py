@@ -1,4 +1,4 @@
-"""Print a /metrics scrape after an ingest and a recall (README "Metrics and logs").
+"""Print a /metrics scrape after an ingest and a recall (docs/reference/metrics.md).
 
 Against a running stack (``rcll dev up``, or a deployment): ingests the bundled LongMemEval
 sample (175 turns) into a fresh bank through the API, waits for the worker, recalls a few

@@ -5,7 +5,7 @@ into JSON Schema with pydantic; each route declares them with ``api.openapi.doc`
 client, whose methods return them (plain ``dict`` at run time, typed for the checker).
 Each shape lists the fields every answer carries (required) and the ones it may carry
 (``NotRequired``); answers hold more fields beside them (``extra="allow"``: RCLL's and
-Hindsight's names side by side, README "Hindsight clients").
+Hindsight's names side by side, docs/guides/hindsight.md).
 """
 
 from __future__ import annotations

@@ -172,7 +172,7 @@ class RCLLClient:
             data={"request": _json.dumps(body)})
         return response.json()
 
-    # -- lifecycle verbs (README "Lifecycle verbs") ------------------------------------
+    # -- lifecycle verbs (docs/concepts/lifecycle.md "Lifecycle verbs") ------------------------------------
     def _unit(self, bank_id: str, unit_id: str | None = None) -> str:
         base = f"{self._bank(bank_id)}/units"
         return base if unit_id is None else f"{base}/{_seg(unit_id)}"
@@ -333,7 +333,7 @@ class RCLLClient:
         "recipe", "mode", "dense_available", "channels", "counts", "tokens_used", "timings_ms"
         (only with ``trace``), "tiers", "tier_reason"}``. ``tiers`` restricts the cascade
         (``["cold"]``: the full pipeline only); ``context_tokens_left`` applies the
-        token-budget policy (README "Recall cascade"). ``follow_tunnels=False`` leaves
+        token-budget policy (docs/concepts/cascade.md). ``follow_tunnels=False`` leaves
         out the units tunnels bring from other banks (each such result carries ``bank_id``
         and ``tunnel``: ``{"id", "relationship", "from_unit_id", "bank_id"}``).
         """

@@ -71,9 +71,9 @@ class Settings(BaseSettings):
                                     "\"worker-concurrency\").")
     torch_threads: int = Field(1, ge=0, description="torch intra-op threads per process "
                                "(embedder, reranker); 0 = torch's default, one per core. Scale "
-                               "with processes instead (README \"Throughput\").")
+                               "with processes instead (docs/decisions/0014-process-model.md).")
 
-    # --- operations: metrics and logs (rcll.telemetry; README "Metrics and logs") ----------
+    # --- operations: metrics and logs (rcll.telemetry; docs/reference/metrics.md) ----------
     metrics_port: int = Field(
         9100, ge=0, le=65535, description="RCLL_METRICS_PORT: the Prometheus exporter port of "
         "each worker process (its pool children included); 0 = no exporter. The API serves "
@@ -152,7 +152,7 @@ class Settings(BaseSettings):
                                 "file (files/retain, rcll ingest; 413 file_too_large).")
     max_files_per_request: int = Field(32, description="Files per files/retain request (413 "
                                        "too_many_files).")
-    # file conversion bounds (rcll.files.convert.ConvertLimits; README "Files")
+    # file conversion bounds (rcll.files.convert.ConvertLimits; docs/concepts/retain.md "Files")
     file_max_zip_entries: int = Field(
         10_000, ge=1, description="RCLL_FILE_MAX_ZIP_ENTRIES: most entries in the ZIP "
         "container of a DOCX, PPTX, XLSX or EPUB, read from its central directory before "
@@ -181,15 +181,15 @@ class Settings(BaseSettings):
         5, ge=0, description="Semantic links per new unit: its k most similar live units of the bank.")
     semantic_link_min_cosine: float = Field(
         0.60, description="Cosine floor of a semantic link (benchmarks/link_cosines.py: MiniLM "
-        "on LoCoMo turns; README \"Semantic links and dedup proposals\").")
+        "on LoCoMo turns; docs/concepts/consolidation.md \"Semantic links and dedup proposals\").")
 
     # --- consolidation --------------------------------------------------------------------
     dedup_min_cosine: float = Field(
         0.80, description="Cosine from which two units become a dedup proposal (spec §4.7).")
     dedup_cluster_min_cosine: float = Field(
         0.98, description="Cosine from which dedup units are one cluster: N identical or "
-        "near-identical units are one proposal of size N (README \"Semantic links and dedup "
-        "proposals\").")
+        "near-identical units are one proposal of size N "
+        "(docs/concepts/consolidation.md \"Semantic links and dedup proposals\").")
     dedup_window: int = Field(500, description="Newest live units of a bank a dedup scan compares.")
     dedup_scan_interval_s: float = Field(
         300, description="How often beat enqueues dedup scans of banks with new units.")
@@ -199,7 +199,7 @@ class Settings(BaseSettings):
                                         "returns before fusion.")
     dense_floor: float = Field(0.30, description="Cosine floor of the dense channel (spec §5) "
                                "for recipes that set none (hybrid, dense); cold and full set 0 "
-                               "(README \"Recall quality\").")
+                               "(docs/decisions/0002-recipe-full-session-coverage-dense-floor.md).")
     rrf_k: int = Field(60, description="Reciprocal rank fusion constant (Cormack et al., 2009).")
     lexical_df_cutoff: float = Field(
         0.15, description="From three query terms up, drop terms in >= this share of the bank's units."
@@ -209,8 +209,8 @@ class Settings(BaseSettings):
     reranker_model: str | None = Field(
         None, description="Cross-encoder for the rerank step: a model name or a local path; "
                           "unset = no reranking. A model whose scoring head is missing or "
-                          "freshly initialised is detected at load and not used (README "
-                          "\"Reranker\").")
+                          "freshly initialised is detected at load and not used "
+                          "(docs/concepts/recall.md \"Reranker\").")
     reranker_allow_untrained: bool = Field(
         False, description="TIMING ONLY: use a cross-encoder whose scoring head is untrained "
         "(e.g. all-MiniLM-L6-v2 weights) anyway; its scores mean nothing. For "
@@ -226,7 +226,7 @@ class Settings(BaseSettings):
         3600, gt=0, description="How often beat decays and prunes the Hebbian co-recall "
         "weights (rcll.cascade.hebbian).")
 
-    # --- multi-agent access (rcll.access; spec §7; README "Members, keys and permissions") --
+    # --- multi-agent access (rcll.access; spec §7; docs/concepts/access.md) ---------------
     auth: bool = Field(True, description="RCLL_AUTH=on|off. on: every request carries "
                        "'Authorization: Bearer <key>'. off is for the local dev stack only "
                        "(rcll dev up) and is announced loudly at start.")
@@ -270,33 +270,24 @@ class Settings(BaseSettings):
             raise ValueError(f"unknown recipe {v!r}; known: {', '.join(sorted(RECIPES))}")
         return v
 
-    # Defaults from benchmarks/rerank_latency.py (benchmarks/results/rerank_latency.txt): a
-    # MiniLM-L6 cross-encoder (ms-marco-MiniLM-L-6-v2's architecture) on these 2 shared cores,
-    # load average 4-10, LoCoMo turns. torch 1 thread: ~24 ms per pair whatever N and batch;
-    # p50 N=10 259-275 ms (batch 8-64), N=20 490, N=50 1,176, N=100 2,356 (query embedding
-    # 24 ms p50 in the same run). torch 2 threads (the service default): N=10 1,165 ms at
-    # batch 16 (1,501-1,718 at 8/32/64), query embedding 360 ms. No N met the 100-150 ms
-    # aim under that load; N=10 is the smallest measured, batch 16 the best there with 2
-    # threads and one forward pass for N <= 16. On an idle machine the cost is a fraction of
-    # this: raise N with the benchmark's pick (largest N with p50 <= --budget-ms).
+    # Defaults from benchmarks/rerank_latency.py: docs/decisions/0008-reranker-defaults.md.
     rerank_top_n: int = Field(10, ge=1, le=1000, description="Units of the fused ranking reranked "
-                              "(RCLL_RERANK_TOP_N; see the measurements above).")
+                              "(RCLL_RERANK_TOP_N; docs/decisions/0008-reranker-defaults.md).")
     rerank_batch_size: int = Field(16, ge=1, le=512, description="Pairs per cross-encoder forward "
                                    "pass (RCLL_RERANK_BATCH_SIZE).")
 
-    # --- recall cascade (rcll.cascade; README "Recall cascade") ----------------------------
+    # --- recall cascade (rcll.cascade; docs/concepts/cascade.md) ----------------------------
     hot_threshold: float = Field(0.98, ge=-1, le=1, description="Similarity a tier-1 (hot) hit "
-                                 "must reach; chosen by benchmarks/recall_cascade.py (README "
-                                 "\"Recall cascade\").")
+                                 "must reach; chosen by benchmarks/recall_cascade.py "
+                                 "(docs/decisions/0006-cascade-thresholds.md).")
     warm_threshold: float = Field(0.75, ge=-1, le=1, description="Cosine a tier-2 (warm) hit "
-                                  "must reach; 0.6 cost 0.044 nDCG@5 on LoCoMo "
-                                  "(benchmarks/recall_cascade.py).")
+                                  "must reach; chosen by benchmarks/recall_cascade.py "
+                                  "(docs/decisions/0006-cascade-thresholds.md).")
     cascade_min_hits: int = Field(3, ge=1, le=50, description="Hits that make a tier "
                                   "sufficient (spec §5: 3).")
     hot_promote_top: int = Field(5, ge=0, le=50, description="Cold-tier results promoted to "
-                                 "tier 1 after the response. The spec says 3; 5 measured: a "
-                                 "re-asked question served by tier 1 keeps nDCG@5 (README "
-                                 "\"Recall cascade\").")
+                                 "tier 1 after the response (the spec says 3; "
+                                 "docs/decisions/0006-cascade-thresholds.md).")
     query_cache_size: int = Field(4096, ge=0, description="Query embeddings kept in-process "
                                   "(LRU); 0 disables.")
 

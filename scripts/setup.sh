@@ -24,7 +24,7 @@ fi
 echo "setup: installing dependencies into .venv (first run takes a few minutes)"
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet "torch==2.13.0"
-.venv/bin/python -m pip install --quiet -e ".[dev]"
+.venv/bin/python -m pip install --quiet -e ".[dev,docs]"  # docs: the site's build test
 # tests/web drives Debian's Chromium through Playwright (never `playwright install`): install
 # it when missing, as root with apt; never fails the setup (the web tests skip without it).
 if [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

@@ -1,4 +1,4 @@
-"""The worker's metrics exporter and log set-up (Celery signals; README "Metrics and logs").
+"""The worker's metrics exporter and log set-up (Celery signals; docs/reference/metrics.md).
 
 - ``setup_logging``: this receiver replaces Celery's logging set-up: JSON or text lines per
   ``RCLL_LOG_FORMAT`` (:mod:`rcll.telemetry.logs`), for the worker and beat alike.

@@ -42,7 +42,7 @@ def file_service() -> FileRetainService:
              503: ["queue_unavailable"]})
 def retain_files(bank_id: str):
     """Retain files (Hindsight's multipart shape): each file becomes a retain job, converted
-    on the workers (README "Files") → 200 ``{operation_ids, operations}``."""
+    on the workers (docs/concepts/retain.md "Files") → 200 ``{operation_ids, operations}``."""
     check_bank_id(bank_id)
     if request.mimetype != "multipart/form-data":
         raise APIError(415, "unsupported_media_type",

@@ -62,7 +62,7 @@ def recall_post(bank_id: str):
 @doc({200: T.RecallAnswer}, query=C.RecallGetQuery, errors={400: ['unknown_recipe', 'unknown_purpose']})
 def recall_get(bank_id: str):
     """RCLL's recall as a GET: the query and its options as strict query parameters
-    (README "HTTP API")."""
+    (docs/reference/http-conventions.md)."""
     repeated = sorted(k for k, v in request.args.to_dict(flat=False).items() if len(v) > 1)
     if repeated:
         raise APIError(400, "invalid_request", "each query parameter may be given once",

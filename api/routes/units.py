@@ -1,5 +1,5 @@
-"""The lifecycle verbs over HTTP (spec §7, §8; README "Lifecycle verbs"): each route parses
-its body with a pydantic model (unknown fields: 400 ``invalid_request`` with the field
+"""The lifecycle verbs over HTTP (spec §7, §8; docs/concepts/lifecycle.md "Lifecycle verbs"): each
+route parses its body with a pydantic model (unknown fields: 400 ``invalid_request`` with the field
 errors), takes the caller from :func:`api.auth.principal` and calls
 :class:`rcll.lifecycle.service.Lifecycle` — the same service MCP and the CLI use. Every
 route is also served under ``/v1/default``."""

@@ -1,4 +1,4 @@
-"""The web screens (README "Web screens"): server-rendered Jinja pages under ``/ui`` over
+"""The web screens (docs/reference/web-screens.md): server-rendered Jinja pages under ``/ui`` over
 the same ``rcll`` services the HTTP API calls, for the signed-in member only.
 
 - :mod:`api.web.session`: sign-in into a server-side session (Redis,

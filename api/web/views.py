@@ -127,10 +127,30 @@ def _pager_args(args, offset: int) -> str:
 
 
 # --- entry, static, sign-in -----------------------------------------------------------------
+ENTRY_LINKS = {"ui": "/ui", "api_docs": "/docs", "openapi": "/openapi.json",
+               "health": "/healthz",
+               "documentation": "docs/index.md in the repository (mkdocs build: the site)"}
+
+
 @screen("/")
 def index():
-    """The web screens: redirect to ``/ui``."""
-    return redirect(url_for("web.ui"))
+    """The entry point. A client that prefers JSON gets ``{service, version, links}``: the
+    web UI, the API docs page (Swagger UI), the OpenAPI document, the documentation. Anyone
+    else (a browser) is redirected to the web UI, with the same links in ``Link`` headers
+    (RFC 8631 ``service-doc``, ``service-desc``) and a plain-text body."""
+    import rcll
+
+    best = request.accept_mimetypes.best_match(["text/html", "application/json"])
+    if best == "application/json" and request.accept_mimetypes[best] > \
+            request.accept_mimetypes["text/html"]:
+        return {"service": "rcll", "version": rcll.__version__, "links": ENTRY_LINKS}
+    resp = redirect(url_for("web.ui"))
+    resp.headers["Link"] = ('</docs>; rel="service-doc", </openapi.json>; rel="service-desc", '
+                            '</ui>; rel="alternate"; type="text/html"')
+    resp.mimetype = "text/plain"
+    resp.set_data("RCLL: the web UI is at /ui, the API docs (Swagger UI) at /docs, the OpenAPI "
+                  "document at /openapi.json; the documentation is docs/ in the repository.\n")
+    return resp
 
 
 @screen("/ui")

@@ -1,5 +1,5 @@
 """Generate ``deploy/grafana/rcll.json``, the Grafana dashboard of RCLL's metrics
-(README "Metrics and logs"):
+(docs/reference/metrics.md):
 
     PYTHONPATH=$PWD .venv/bin/python deploy/grafana/dashboard.py > deploy/grafana/rcll.json
 

@@ -1,4 +1,4 @@
-"""Start-up checks of the access settings (spec §7; README "Members, keys and permissions").
+"""Start-up checks of the access settings (spec §7; docs/concepts/access.md "Members, keys and permissions").
 
 :func:`check` is run by the API factory and by ``rcll serve`` before anything listens:
 

@@ -1,4 +1,4 @@
-"""Server-side sessions of the web screens (``api/web``; README "Web screens").
+"""Server-side sessions of the web screens (``api/web``; docs/reference/web-screens.md).
 
 Signing in with an API key opens a session: a random 256-bit id, kept in Redis under
 ``rcll:web:session:<id>`` with ``{"key_id", "member_id", "admin_fp", "created_at"}`` and a

@@ -55,11 +55,10 @@ class CascadeSettings:
     """Thresholds of the cascade.
 
     ``hot_threshold``/``warm_threshold``: similarity a tier-1/tier-2 hit must reach (cosine
-    of unit-norm MiniLM vectors; chosen by ``benchmarks/recall_cascade.py``, see the README
-    "Recall cascade"). ``min_hits``: hits that make a tier sufficient (spec §5: 3).
-    ``promote_top``: cold results promoted to tier 1 after the response (spec §5 says 3;
-    with 3 a re-asked question answered by tier 1 lost 0.015 nDCG@5 on LoCoMo, with 5 none —
-    ``benchmarks/recall_cascade.py --promote-top``).
+    of unit-norm MiniLM vectors; chosen by ``benchmarks/recall_cascade.py``,
+    docs/decisions/0006-cascade-thresholds.md). ``min_hits``: hits that make a tier
+    sufficient (spec §5: 3). ``promote_top``: cold results promoted to tier 1 after the
+    response (spec §5 says 3; ``benchmarks/recall_cascade.py --promote-top``, same record).
     ``redis_retry_s``: how long tier 1 stays off after a Redis error.
     """
 

@@ -13,16 +13,9 @@ write path needs no change and every existing row got its signature from the mig
 constants drawn once with a fixed seed (:func:`planes`). The query's signature comes from
 the same function, so rows and queries always agree whatever numpy draws today.
 
-``BITS = 512`` is the measured choice (``benchmarks/warm_tier.py``, all ten LoCoMo
-conversations in one bank of 5,882 units, 200 questions): recall of the exact cosine top-10
-inside a 400-unit Hamming shortlist was 0.69 with 64 bits, 0.80 with 128, 0.90 with 256,
-0.95 with 512 and 0.96 with 1,024; the ceiling of any signature of the first 64 dims (the
-exact cosine of the 64-dim sub-vectors) is 0.976. Past 512 the gain is 0.01 for twice the
-bytes. The shortlist's scan cost the same at 256 and 512 bits (p50 1.3 ms either way for
-5,882 entries, 100 queries; a one-off comparison on the benchmark's database). A row costs
-64 more bytes in the table and in the shortlist's index, and computing the signature adds
-~0.05–0.09 ms to each embedding row written (0.038 → 0.088 ms per row in the run of
-results/warm_tier.json); migration 0016 rewrote the table at ~40 ms per 1,000 rows.
+``BITS = 512`` is the measured choice (``benchmarks/warm_tier.py``; the figures for 64 to
+1,024 bits are in docs/decisions/0007-hot-and-warm-tier-lookups.md). A row costs ``BITS / 8``
+more bytes in the table and in the shortlist's index.
 """
 
 from __future__ import annotations
@@ -49,10 +42,9 @@ def signature_function_sql(name: str = FUNCTION, bits: int = BITS, dims: int = D
     ``<#>`` is the negative inner product). ``IMMUTABLE STRICT PARALLEL SAFE``.
 
     PL/pgSQL, not SQL, on purpose: a one-expression SQL function is inlined, and inlining
-    re-parses its body — one vector literal per bit, 134 kB at 256 bits — every time a
-    statement using it is planned or an INSERT prepares the generated column: 16 ms of
-    planning per warm lookup and ~4.6 ms per embedding row written (benchmarks/warm_tier.py,
-    first run, 256 bits). PL/pgSQL compiles
+    re-parses its body — one vector literal per bit — every time a statement using it is
+    planned or an INSERT prepares the generated column (its cost: benchmarks/warm_tier.py,
+    docs/decisions/0007-hot-and-warm-tier-lookups.md). PL/pgSQL compiles
     the body once per session and keeps the expression's plan with the planes as constants.
     Raises PostgreSQL's dimension error for a vector shorter than ``dims``."""
     p = planes(bits, dims, seed)

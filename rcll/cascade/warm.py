@@ -27,30 +27,11 @@ through to tier 3. A scope that includes superseded units is history, served by 
 (this tier answers ``[]``). Only vectors of the query's model (``pq.model``, as
 :mod:`rcll.search.dense` reads them) count.
 
-Defaults, measured by ``benchmarks/warm_tier.py`` (results/warm_tier.json: one bank of
-5,882 LoCoMo turns, 200 questions × 3 rounds, 2 cores shared with other work; the exact
-pgvector top-10 of the bank: p50 20.7 ms, p95 32.9 ms in the same run):
-
-=================  ======  ======  ==========================
-shortlist/drawer   p50 ms  p95 ms  recall@10 vs exact top-10
-=================  ======  ======  ==========================
-100 / off          7.8     16.0    0.79
-400 / off          9.2     17.4    0.95
-100 / 100          7.6     16.1    0.85
-200 / 100          8.1     17.0    0.93
-**400 / 100**      9.4     20.0    0.97
-=================  ======  ======  ==========================
-
-(An earlier run on a quieter machine: exact 7.7 ms, 400 / 100 2.7 ms p50, 6.1 ms p95.)
-400 / 100 buys 0.04 recall over 200 / 100 for ~1 ms. The shortlist's scan is linear in the
-bank's index entries: on a 60,000-unit bank of the same run warm_lookup took p50 12.9 ms
-(exact dense without an HNSW index: 123 ms). Banks far past that would need a per-bank
-index on the signature (pgvector HNSW ``bit_hamming_ops``; not built).
-
-Why Hamming ranking and not LSH bands (a GIN index over band keys, sublinear): on the same
-bank, bands matched too rarely at the angles MiniLM puts between a question and its
-answers — 42 bands of 12 bits found 0.39 of the exact top-10 (4.5 % of the bank as
-candidates); 64 bands of 8 bits found 0.94 but returned 42 % of the bank.
+Defaults (``SHORTLIST`` 400, ``PER_ENTITY`` 100) and the choice of Hamming ranking over LSH
+bands are measured by ``benchmarks/warm_tier.py`` (results/warm_tier.json); the figures are
+in docs/decisions/0007-hot-and-warm-tier-lookups.md. The shortlist's scan is linear in the
+bank's index entries; banks far past ~60,000 units would need a per-bank index on the
+signature (pgvector HNSW ``bit_hamming_ops``; not built).
 """
 
 from __future__ import annotations

@@ -50,7 +50,7 @@ def _echo(obj) -> None:
 
 @click.group("unit")
 def unit() -> None:
-    """The lifecycle verbs on one memory unit (README "Lifecycle verbs")."""
+    """The lifecycle verbs on one memory unit (docs/concepts/lifecycle.md "Lifecycle verbs")."""
 
 
 @unit.command("read")

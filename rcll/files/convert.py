@@ -1,11 +1,11 @@
 """Document files to text sections: PDF per page, the rest per heading section.
 
 PDF pages come from pdfium (``pypdfium2``, installed with markitdown's ``pdf`` extra): it
-knows page boundaries, so each unit can name its page, and it is ~25× faster than pdfminer on
-the Debian manuals (benchmarks/results/ingest_files.txt). DOCX, PPTX, XLSX, HTML and EPUB go
-through markitdown (Microsoft's converter, the one Hindsight uses) and its Markdown is split
-at headings of level 1-2 (an XLSX sheet is a ``##`` heading, a slide a ``<!-- Slide number -->``
-marker). Text and Markdown are decoded as UTF-8 and split the same way.
+knows page boundaries, so each unit can name its page, and it is faster than pdfminer
+(benchmarks/results/ingest_files.txt; docs/decisions/0015-file-conversion.md). DOCX, PPTX,
+XLSX, HTML and EPUB go through markitdown (Microsoft's converter, the one Hindsight uses)
+and its Markdown is split at headings of level 1-2 (an XLSX sheet is a ``##`` heading, a
+slide a ``<!-- Slide number -->`` marker). Text and Markdown are decoded as UTF-8 and split the same way.
 
 Every conversion is bounded (:class:`ConvertLimits`): a ZIP container's central directory
 (entries, total uncompressed bytes, compression ratio of each entry) is checked before the

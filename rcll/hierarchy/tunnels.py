@@ -1,7 +1,7 @@
 """Tunnels between banks (spec §6, issue 9 item 4): the service behind ``POST/GET/DELETE
 /tunnels`` and ``POST /bridge``, the CLI and the Python client.
 
-Rules (README "Tunnels"):
+Rules (docs/concepts/lifecycle.md "Tunnels"):
 
 - A tunnel joins two units of **different** banks (400 ``same_bank`` otherwise).
 - A unit the caller cannot see — absent, forgotten, in a bank it may not read, or whose

@@ -1,4 +1,4 @@
-"""``forget``: erase a unit on request (spec §7; README "Lifecycle verbs" lists what is
+"""``forget``: erase a unit on request (spec §7; docs/concepts/lifecycle.md "Lifecycle verbs" lists what is
 erased): a tombstone row stays so ids, links and the audit trail still resolve."""
 
 from __future__ import annotations

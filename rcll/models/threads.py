@@ -3,7 +3,7 @@
 On a few shared cores, one forward pass split over several threads spends its time waiting
 for the slowest thread: several processes (Celery pool processes, gunicorn workers) of one
 thread each use the cores better (``benchmarks/ingest_throughput.py``,
-``benchmarks/recall_load.py``; README "Throughput").
+``benchmarks/recall_load.py``; docs/decisions/0014-process-model.md).
 """
 
 from __future__ import annotations

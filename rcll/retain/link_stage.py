@@ -2,8 +2,8 @@
 
 Each live unit the job created that has a vector is linked to its ``top_k`` most similar
 other live units of its bank with cosine ≥ ``min_cosine`` (weight = cosine). Search, by the
-size of the bank (benchmarks/link_stage.py, figures in README "Semantic links and dedup
-proposals"):
+size of the bank (benchmarks/link_stage.py, figures in
+docs/decisions/0011-semantic-link-floor.md):
 
 - up to :data:`EXACT_MAX_VECTORS` vectors: exact, in memory — the bank's live vectors are
   read once (binary COPY), a matrix product per batch of the job's units, top-k by
@@ -13,12 +13,9 @@ proposals"):
   batch of units in SQL (:func:`rcll.store.links.write_semantic`) through that index.
 
 Defaults ``RCLL_SEMANTIC_LINK_TOP_K`` = 5 and ``RCLL_SEMANTIC_LINK_MIN_COSINE`` = 0.60, from
-the cosines of all-MiniLM-L6-v2 over three LoCoMo conversations (1,451 turns, one unit per
-turn; benchmarks/link_cosines.py, output in benchmarks/results/link_cosines.txt): all turn
-pairs p50 0.40, p90 0.59, p99 0.73 (the shared ``Speaker:`` prefix lifts every pair), a
-turn's 5th neighbour p50 0.67. 0.60 is the p90 of all pairs — a link is more similar than
-nine in ten of the conversation's pairs — and keeps 4.3 of 5 links per turn (5% of turns
-get none); 0.70 would keep 2.6 and leave 30% of turns unlinked.
+the cosines of all-MiniLM-L6-v2 over LoCoMo turns (benchmarks/link_cosines.py, output in
+benchmarks/results/link_cosines.txt; docs/decisions/0011-semantic-link-floor.md): the floor
+is the p90 of all turn pairs' cosines.
 
 Idempotent: links are keyed ``(from_unit, to_unit, type)`` and written ``ON CONFLICT DO
 NOTHING``, so a replayed stage writes nothing twice. Each batch is written under the job's

@@ -1,9 +1,8 @@
 """Session-then-turn scoring: a unit's fused score borrows from the best unit of its episode.
 
 Units retained with the same ``context`` (a conversation session, a meeting, a document
-section) form an episode. When the right episode is found but not the right turn in it —
-LoCoMo session recall@10 0.92 against turn recall@10 0.63 with ``hybrid`` — lifting every
-unit of a strong episode a little reorders the turns toward it:
+section) form an episode. When the right episode is found but not the right turn in it,
+lifting every unit of a strong episode a little reorders the turns toward it:
 
     s'(u) = s(u) + β · max_{v ∈ episode(u), v in the pool} s(v)
 
@@ -125,8 +124,7 @@ def _narrow_contexts(state: RecallState, ids: list[str]) -> dict[str, str | None
 def _contexts(state: RecallState, ids: list[str]) -> dict[str, str | None]:
     """``{unit_id: context}`` for ``ids`` (best first). The first ``state.pool_size()`` are
     hydrated — the speaker step and the response read those rows next, so this costs them no
-    query of their own (a separate SELECT of ``context`` was 1.5 ms of an HTTP recall on
-    LoCoMo at limit 50, where the pool is the whole head) —, the rest (a small limit) in one
+    query of their own (docs/decisions/0004-latency-of-full.md) —, the rest (a small limit) in one
     narrow SELECT of ``context`` alone. A unit the scope hides is never loaded and counts
     as its own episode."""
     n = state.pool_size()

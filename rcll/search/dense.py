@@ -1,29 +1,31 @@
 """Dense channel: pgvector cosine, exact for small banks, per-bank HNSW for big ones (spec §5).
 
-Vector search cost follows the size of the bank asked, not of the database (README "Recall
-at scale"): a bank below ``rcll.store.vector_index.DEFAULT_MIN_UNITS`` vectors is scanned
-exactly through the ``(bank_id, model)`` btree; a bigger bank has its own partial HNSW index
+Vector search cost follows the size of the bank asked, not of the database
+(docs/decisions/0009-vector-index-per-bank.md): a bank below
+``rcll.store.vector_index.DEFAULT_MIN_UNITS`` vectors is scanned exactly through the
+``(bank_id, model)`` btree; a bigger bank has its own partial HNSW index
 (``WHERE bank_id = '<id>'``, built by the maintenance task), which the planner picks for it.
 
 Two settings hold for the query's transaction only (``set_config(..., true)``):
 
 - ``plan_cache_mode = force_custom_plan``: psycopg prepares a statement after five runs and
   PostgreSQL then may switch to a generic plan, which cannot see the bank id — so it cannot
-  use a partial index or the bank's row count, and a 300k-unit bank went from 0.2 s to 4.5 s
-  per call (issue 5, fault 17). A custom plan is planned with the bank id every time.
+  use a partial index or the bank's row count, and a big bank's query slowed by an order of
+  magnitude (docs/decisions/0009-vector-index-per-bank.md). A custom plan is planned with the
+  bank id every time.
 - ``enable_sort = off``: the planner under-prices an exact scan of a bank whose rows are
-  scattered over the table (6,000 rows: 62 ms exact, chosen, vs 24 ms through the bank's
-  HNSW index, benchmarks/scale.py at 100k). With sorting a last resort, a bank that has its
-  own HNSW index is always read through it; a bank without one sorts as before (every plan
+  scattered over the table (benchmarks/scale.py at 100k:
+  docs/decisions/0009-vector-index-per-bank.md). With sorting a last resort, a bank that has
+  its own HNSW index is always read through it; a bank without one sorts as before (every plan
   for it sorts, so the choice among them is unchanged).
 - ``max_parallel_workers_per_gather = 0``: the exact scan of a bank below the threshold is
-  a few thousand rows; parallel workers cost more than they save there (4,000 rows: 56 ms
-  with two workers, 15 ms without, at 1M units on 2 busy cores).
+  a few thousand rows; parallel workers cost more than they save there
+  (docs/decisions/0009-vector-index-per-bank.md).
 - ``hnsw.iterative_scan = relaxed_order``: an HNSW scan followed by filters (layer,
   superseded) keeps going until ``limit`` rows pass (pgvector ≥ 0.8).
-- ``hnsw.ef_search = 1000`` (pgvector's maximum): the candidate list of the graph walk. On the
-  300k-unit bank of benchmarks/scale.py, dense recall@10 against exact search was 0.89 at
-  ef_search 300–400, 0.98 at 800 and 0.99 at 1,000, for 37 → 48 ms (limit 300).
+- ``hnsw.ef_search = 1000`` (pgvector's maximum): the candidate list of the graph walk,
+  chosen on the 300k-unit bank of benchmarks/scale.py
+  (docs/decisions/0009-vector-index-per-bank.md).
 """
 
 from __future__ import annotations

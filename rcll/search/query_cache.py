@@ -1,6 +1,6 @@
 """An in-process LRU of query embeddings: an agent fleet re-asks the same questions, and
-embedding a query is the largest fixed cost of a recall on CPU (≈ 5–10 ms of MiniLM on
-2 cores). Keyed by (model name, query text); the vector is the embedder's own output, so a
+embedding a query is the largest fixed cost of a recall on CPU. Keyed by (model name, query
+text); the vector is the embedder's own output, so a
 hit changes no result. Thread-safe."""
 
 from __future__ import annotations

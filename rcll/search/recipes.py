@@ -54,7 +54,7 @@ class Recipe:
 # topic: chat turns. LoCoMo (turns average 14.8 tokens, 14.3 distinct lexemes) gains,
 # LongMemEval_S (chunks of long chat messages, 61.6 tokens / 44.6 lexemes on average) loses;
 # the context applies in banks whose units average at most this many tokens, BM25's avgdl
-# (benchmarks/recall_ablation.py, README "Recall"). Set on lexemes, the gate separates the
+# (benchmarks/recall_ablation.py, docs/concepts/recall.md). Set on lexemes, the gate separates the
 # two datasets' banks the same way on tokens (LoCoMo banks 12.9–17.0, LongMemEval ≥ 56).
 CONTEXT_MAX_AVGDL = 24.0
 
@@ -67,7 +67,7 @@ POST = (Step.of("worth"), Step.of("l0"), Step.of("collapse_duplicates", cosine=0
 # the first person of a chat's user (LongMemEval) lifts that speaker's turns by 1 + 0.25.
 # Chosen on LoCoMo (benchmarks/bm25_length.py, 1,536 q, cold, turn nDCG@5 / recall@10:
 # 0.520 / 0.746 without, 0.560 / 0.761 at 0.25, 0.560 / 0.759 at 0.5), confirmed on
-# LongMemEval_S dev (README "Recall quality").
+# LongMemEval_S dev (docs/decisions/0002-recipe-full-session-coverage-dense-floor.md).
 SPEAKER = Step.of("speaker", boost=0.25)
 
 # Session-then-turn scoring (rcll.search.context: each unit lifted by β × the best fused score
@@ -86,7 +86,7 @@ SPEAKER = Step.of("speaker", boost=0.25)
 # 1,536 q, dense at 0.3 / 0.5 / 1.0: 0.587 / 0.586 / 0.584 nDCG@5 against 0.589 (recall@10
 # 0.773–0.774 against 0.774): chosen on LoCoMo it is off. LongMemEval_S dev would take it
 # (dense 1.0: 0.695 / 0.871 / session recall_all@5 0.917) — choosing it there would be
-# fitting the confirmation set (README "Recall quality").
+# fitting the confirmation set (docs/decisions/0002-recipe-full-session-coverage-dense-floor.md).
 SESSION = Step.of("context", session=0.25, pool=100)
 
 # Query-term coverage (rcll.search.coverage: xQuAD over the query's lexical terms) with
@@ -94,7 +94,7 @@ SESSION = Step.of("context", session=0.25, pool=100)
 # unfloored dense, turn nDCG@5 / recall@10): λ 0 0.566 / 0.762, 0.1 0.577 / 0.763,
 # 0.2 0.582 / 0.764, 0.3 0.583 / 0.763 (0.4 without the floor change: 0.573, falling); λ = 0.2,
 # the middle of the plateau. Confirmed on LongMemEval_S dev: nDCG@5 0.655 → 0.667, recall@10
-# 0.832 unchanged (README "Recall quality").
+# 0.832 unchanged (docs/decisions/0002-recipe-full-session-coverage-dense-floor.md).
 COVERAGE = Step.of("coverage", weight=0.2)
 
 # The dense channel's cosine floor in the cold-tier recipes: 0 (only units pointing away
@@ -118,9 +118,10 @@ RECIPES: dict[str, Recipe] = {
                      steps=POST),
     "dense": Recipe("dense", ("dense",), fallback=("lexical",), steps=POST),
     "lexical": Recipe("lexical", ("lexical",), steps=POST),
-    # cold: what measured better on both datasets (benchmarks/recall_ablation.py, README
-    # "Recall quality"): hybrid's weights with the dense channel unfloored (DENSE), the
-    # lexical channel with neighbour context in banks of short units, the temporal channel,
+    # cold: what measured better on both datasets (benchmarks/recall_ablation.py,
+    # docs/decisions/0002-recipe-full-session-coverage-dense-floor.md): hybrid's weights with the
+    # dense channel unfloored (DENSE), the lexical channel with neighbour context in banks of
+    # short units, the temporal channel,
     # then session-then-turn scoring (SESSION), the speaker prior, rerank (when a model is
     # configured), trust, expansion, query-term coverage (COVERAGE) and post-processing.
     "cold": Recipe("cold", ("dense", "lexical", "temporal"),
@@ -130,7 +131,8 @@ RECIPES: dict[str, Recipe] = {
                    params={"dense": DENSE,
                            "lexical": {"context": 0.5, "context_max_avgdl": CONTEXT_MAX_AVGDL}}),
     # full: cold plus the graph channel — all four channels of spec §5 — the default: it
-    # measures at least as well as cold on both datasets (README "Recall quality").
+    # measures at least as well as cold on both datasets
+    # (docs/decisions/0002-recipe-full-session-coverage-dense-floor.md).
     "full": Recipe("full", ("dense", "lexical", "graph", "temporal"),
                    {"dense": 0.3, "lexical": 1.0, "graph": 0.1, "temporal": 0.3},
                    steps=(SESSION, SPEAKER, Step.of("rerank"), Step.of("trust"),

@@ -6,8 +6,7 @@ chunker keeps it on every part of a split turn). A question names whom it is abo
 speaks in the first person — "What degree did I graduate with?". The words that say so carry
 no lexical evidence (a speaker's name is in half a conversation's turns, so the lexical
 channel drops it as common; "I" is a stop word), yet the turns that answer are mostly that
-speaker's own: in LoCoMo 96 % of the gold turns of the 1,368 questions naming exactly one of
-the two speakers are that speaker's (base rate ≈ 50 %).
+speaker's own (measured on LoCoMo: docs/decisions/0002-recipe-full-session-coverage-dense-floor.md).
 
 The step multiplies the fused score of the pool's units spoken by a *target* speaker by
 ``1 + boost`` and re-sorts the pool. Targets: the pool's speakers named in the query (whole

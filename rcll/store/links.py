@@ -86,7 +86,8 @@ def live_vectors(conn: Connection, bank_id: str, model: str) -> tuple[list[str],
     Read with ``COPY … TO STDOUT (FORMAT BINARY)`` and decoded by one numpy structured
     array: every row is ``int16 2 | int32 16 | uuid | int32 len | int16 dim | int16 0 |
     dim × float4`` (PostgreSQL manual, "COPY", binary format; pgvector's ``vector_send``),
-    so 5,882 vectors take ~50 ms instead of ~150 ms row by row (benchmarks/link_stage.py).
+    about three times faster than row by row (benchmarks/link_stage.py;
+    docs/decisions/0011-semantic-link-floor.md).
     Falls back to a row-by-row read when the bytes do not have that shape.
     """
     query = sql.SQL(_LIVE_VECTORS).format(bank=sql.Literal(bank_id), model=sql.Literal(model))

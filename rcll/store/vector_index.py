@@ -1,8 +1,8 @@
 """Per-bank HNSW indexes for big banks: the maintenance side of the dense channel's design.
 
-Design (chosen by ``benchmarks/scale.py``; README "Recall at scale"): ``memory_embeddings``
-has no index over every bank's vectors. A bank below ``min_units`` vectors is searched
-exactly (its rows through the ``bank_id`` btree, then sorted by distance: a few ms for a
+Design (chosen by ``benchmarks/scale.py``; docs/decisions/0009-vector-index-per-bank.md):
+``memory_embeddings`` has no index over every bank's vectors. A bank below ``min_units``
+vectors is searched exactly (its rows through the ``bank_id`` btree, then sorted by distance: a few ms for a
 few thousand rows), so its cost depends on its own size, and an insert into it updates only
 btrees. A bank at or above ``min_units`` gets its own partial HNSW index
 (``... USING hnsw (embedding vector_cosine_ops) WHERE bank_id = '<id>'``), which the planner
@@ -30,7 +30,7 @@ INDEX_PREFIX = "memory_embeddings_hnsw_b_"
 
 # Banks from this many vectors up get their own HNSW index. Below it an exact scan of the
 # bank's rows is fast enough and exact. Measured by benchmarks/scale.py at 100k and 1M units
-# (README "Recall at scale"), dense p50 on 2 busy cores: 2,000 vectors 7-8 ms exact, 4,000
+# (docs/decisions/0009-vector-index-per-bank.md), dense p50 on 2 busy cores: 2,000 vectors 7-8 ms exact, 4,000
 # 12-25 ms exact; 6,000-18,000 through their own HNSW index 10-24 ms (exact: 33-108 ms).
 DEFAULT_MIN_UNITS = 5_000
 LOCK_KEY = 0x72636C6C_7669  # "rcllvi": the advisory lock of ensure_bank_indexes

@@ -1,4 +1,4 @@
-"""Every Prometheus metric RCLL exports, defined once (README "Metrics and logs").
+"""Every Prometheus metric RCLL exports, defined once (docs/reference/metrics.md).
 
 The engine observes them where the work happens (recall, the retain stages, the LLM client,
 the embedder); the API (``api/metrics.py``) and each worker (``workers/telemetry.py``) expose

@@ -1,4 +1,4 @@
-"""Layering (STYLE items 2–3, README "Layout"): entry points call ``rcll`` services, not
+"""Layering (STYLE items 2–3, docs/architecture.md): entry points call ``rcll`` services, not
 repositories, and the engine never imports the web or queue framework.
 
 Read from the source with :mod:`ast` (every import form, inside functions too); no app,

@@ -13,7 +13,7 @@ import pytest
 from openapi_spec_validator import validate
 from pydantic import TypeAdapter
 
-from api.openapi import declared_doc, openapi_path
+from api.openapi import declared_doc, openapi_path, plain_descriptions
 from rcll import client as client_mod
 from rcll.client import RCLLClient
 
@@ -136,7 +136,7 @@ def test_every_client_method_calls_a_documented_route(document):
         own = TypeAdapter(ret).json_schema(ref_template="#/components/schemas/{model}",
                                            mode="serialization")
         own.pop("$defs", None)
-        assert schemas[component] == own, name
+        assert schemas[component] == plain_descriptions(own), name
 
 
 @pytest.mark.parametrize("value", [["calm"], "calm", 3, True])
@@ -216,3 +216,50 @@ def test_unit_confidence_too_small_for_a_real_is_zero(client, confidence, stored
                          json={"revision": got["revision"], "confidence": 1e-310})
     assert fixed.status_code == 200, fixed.get_json()
     assert fixed.get_json()["confidence"] == 0.0
+
+
+ROLE = re.compile(r":[a-z]+:`")
+
+
+def _texts(node, where=""):
+    """Every (place, text) of a ``summary`` or ``description`` in the document."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k in ("summary", "description") and isinstance(v, str):
+                yield f"{where}/{k}", v
+            else:
+                yield from _texts(v, f"{where}/{k}")
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from _texts(v, f"{where}/{i}")
+
+
+def test_summaries_and_descriptions_are_plain_text(document):
+    """No reStructuredText in what Swagger UI shows: no double-backtick literal, no
+    ``:func:``-style role, in any summary or description (operations, parameters,
+    components); summaries carry no markup at all."""
+    texts = list(_texts(document))
+    assert len(texts) > 300
+    bad = [(w, t[:80]) for w, t in texts if "``" in t or ROLE.search(t)]
+    assert bad == []
+    summaries = [t for w, t in texts if w.endswith("/summary")]
+    assert len(summaries) >= 68 and not [t for t in summaries if "`" in t]
+    recall = document["paths"]["/v1/default/banks/{bank_id}/memories/recall"]["post"]
+    assert "api.hindsight.recall_body" in recall["summary"]  # the role's target, as text
+
+
+def test_root_points_to_the_docs_and_the_web_ui(app):
+    """``GET /``: a browser goes to the web UI (with the links in ``Link``); a JSON client
+    gets the links."""
+    c = app.test_client()
+    r = c.get("/", headers={"Accept": "text/html"})
+    assert r.status_code == 302 and r.headers["Location"] == "/ui"
+    assert '</docs>; rel="service-doc"' in r.headers["Link"]
+    assert b"/docs" in r.data and b"/ui" in r.data
+    r = c.get("/", headers={"Accept": "application/json"})
+    assert r.status_code == 200
+    links = r.get_json()["links"]
+    assert links["ui"] == "/ui" and links["api_docs"] == "/docs"
+    assert links["openapi"] == "/openapi.json"
+    assert c.get(links["api_docs"]).status_code == 200
+    assert c.get(links["openapi"]).status_code == 200

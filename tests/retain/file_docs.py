@@ -107,7 +107,7 @@ def epub(chapters: dict[str, str], title: str = "A test book") -> bytes:
         return path.read_bytes()
 
 
-# --- file bombs: a few KB that expand to a huge conversion (README "Files", bounds) -------
+# --- file bombs: a few KB that expand to a huge conversion (docs/concepts/retain.md "Files") -----
 
 def pdf_fanout(levels: int, fanout: int = 10, text: str = "One page, named many times.",
                ) -> bytes:

@@ -86,7 +86,7 @@ def test_new_units_skip_the_gin_pending_list(client, services, settings):
     """A GIN pending list (``fastupdate``, PostgreSQL's default) holds every bank's new units
     until vacuum, and every scan of the index reads all of it: at 1M units, 9,216 pending
     units made a 500-unit bank's lexical channel 15.6 ms p50 instead of 1.6 ms
-    (benchmarks/scale.py, README "Recall at scale"). New units must go straight into the
+    (benchmarks/scale.py, docs/decisions/0009-vector-index-per-bank.md). New units must go straight into the
     bank-led index, where another bank's scan never reads them."""
     other = "pend-other"
     admin = psycopg.connect(

@@ -5,7 +5,7 @@ size of the database (84 rows/s at 300k units, 64 at 1M) and gave mid-size banks
 graph walk or an exact scan through it. Now small banks are searched exactly through the
 ``bank_id`` btree and banks from ``rcll.store.vector_index.DEFAULT_MIN_UNITS`` vectors up get
 their own partial HNSW index from the maintenance task (``ensure_bank_indexes``). Figures:
-README "Recall at scale" (benchmarks/scale.py).
+docs/decisions/0009-vector-index-per-bank.md (benchmarks/scale.py).
 
 New unit ids are time-ordered (``uuidv7()``, PostgreSQL 18) instead of random, so the
 primary keys of memory_units and memory_embeddings (unit_id, model) grow at their right edge

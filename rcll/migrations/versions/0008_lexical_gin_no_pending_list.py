@@ -4,9 +4,9 @@ A GIN index with ``fastupdate`` on (PostgreSQL's default) puts new entries in on
 pending list (up to ``gin_pending_list_limit``, 4 MB) until vacuum or an overflowing insert
 merges them, and every scan reads the whole list. ``memory_units_bank_tsv`` is led by
 ``bank_id`` so a bank reads only its own postings (0006) — but the pending list holds every
-bank's recent units: with 9,216 pending units (296 pages) a 500-unit bank's lexical channel
-took 15.6 ms p50 instead of 1.6 ms (benchmarks/scale.py at 1M units, README "Recall at
-scale"). With ``fastupdate = off`` each insert updates the index directly, PostgreSQL's advice
+bank's recent units, so a small bank's lexical channel slowed with every other bank's
+writes (benchmarks/scale.py at 1M units, docs/decisions/0009-vector-index-per-bank.md). With
+``fastupdate = off`` each insert updates the index directly, PostgreSQL's advice
 when "consistent response time is more important than update speed" (docs, "GIN Fast
 Update Technique"). Turning it off does not flush the existing list: vacuum does that.
 

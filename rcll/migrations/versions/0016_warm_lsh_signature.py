@@ -15,9 +15,9 @@
   DESC)`` (0011) leads with the same column and serves every lookup it served. While both
   existed, the planner read a common entity's mentions through the first and sorted them
   all for "its N most recent" (the warm tier's drawer, the graph channel's hop 0): reading
-  the 100 most recent of 60,000 mentions took 15.6 ms that way, 0.2 ms through the second
-  (EXPLAIN ANALYZE), and a warm lookup naming that entity p50 35.0 → 18.8 ms
-  (``benchmarks/warm_tier.py``, ``big_bank``).
+  the most recent of a common entity's mentions took far longer that way
+  (EXPLAIN ANALYZE, ``benchmarks/warm_tier.py`` ``big_bank``:
+  docs/decisions/0007-hot-and-warm-tier-lookups.md).
 
 Revision ID: 0016
 Revises: 0015

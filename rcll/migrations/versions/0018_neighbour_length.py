@@ -5,8 +5,8 @@ field (:data:`rcll.search.lexical._CONTEXT_SQL`, BM25F-style). Its document leng
 unit's own token count plus γ × Σ w · (the neighbour's token count) over its ``temporal``
 links, either direction, the first ``CONTEXT_FANOUT`` (8) by neighbour id. Read at query
 time, that sum cost two index scans of ``memory_links`` and a unit lookup per neighbour for
-every scored unit — about 1 ms of a 2.6 ms channel on LoCoMo (EXPLAIN ANALYZE), the largest
-single part of what the ``full`` recipe costs over ``hybrid``.
+every scored unit — the largest single part of what the ``full`` recipe cost over
+``hybrid`` (docs/decisions/0004-latency-of-full.md).
 
 - ``memory_units.nb_len`` (real): Σ w · tsv_len over those neighbours, or NULL when one of
   them has another audience or other purposes than the unit (the channel counts only
