@@ -18,7 +18,8 @@ import click
 @click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio",
               show_default=True)
 @click.option("--host", default="127.0.0.1", show_default=True, help="http: address to bind.")
-@click.option("--port", type=int, default=8766, show_default=True, help="http: port.")
+@click.option("--port", type=int, default=None,
+              help="http: port  [default: RCLL_MCP_PORT, 8766]")
 @click.option("--bank", default=None, help="Default bank for tools called without bank_id.")
 @click.option("--api-key", default=None, help="stdio: the caller's key (default RCLL_API_KEY).")
 def main(transport: str, host: str, port: int, bank: str | None, api_key: str | None) -> None:
@@ -29,6 +30,7 @@ def main(transport: str, host: str, port: int, bank: str | None, api_key: str | 
     from rcll.bootstrap import bootstrap
 
     services = bootstrap()
+    port = port or services.settings.mcp_port
     try:
         if transport == "stdio":
             status = run_stdio(services, api_key or services.settings.api_key, bank)
@@ -40,4 +42,4 @@ def main(transport: str, host: str, port: int, bank: str | None, api_key: str | 
 
 
 if __name__ == "__main__":
-    main()
+    main(prog_name="rcll mcp")  # what users type (rcll mcp execs this module)

@@ -48,7 +48,8 @@ def run_stdio(services: Services, api_key: str | None, default_bank: str | None 
     try:
         principal = authenticate(services, api_key)
     except RCLLError as exc:
-        print(f"rcll mcp: {exc.code}: {exc.message} (set RCLL_API_KEY or pass --api-key)",
+        print(f"rcll mcp: {exc.code}: {exc.message} (set RCLL_API_KEY or pass "
+              "--api-key; beside a dev stack with auth off, set RCLL_STATE_DIR to its folder)",
               file=sys.stderr)
         return 2
     who = principal.member_id or ("unrestricted" if principal.all_audiences else "admin")

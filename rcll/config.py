@@ -62,6 +62,9 @@ class Settings(BaseSettings):
     api_host: str = Field("127.0.0.1", description="Address the API listens on.")
     api_port: int = Field(8765, description="Port the API listens on.")
     api_url: str | None = Field(None, description="Where clients reach the API; defaults to host:port.")
+    mcp_port: int = Field(8766, ge=1, le=65535, description="RCLL_MCP_PORT: the port of the "
+                          "MCP server's streamable HTTP transport (rcll mcp --transport http, "
+                          "and the one rcll dev up starts on 127.0.0.1; path /mcp).")
     api_workers: int = Field(1, ge=1, description="gunicorn worker processes of the API "
                              "(benchmarks/recall_load.py).")
     api_threads: int = Field(4, description="gunicorn threads per API worker process.")
@@ -78,6 +81,10 @@ class Settings(BaseSettings):
         9100, ge=0, le=65535, description="RCLL_METRICS_PORT: the Prometheus exporter port of "
         "each worker process (its pool children included); 0 = no exporter. The API serves "
         "/metrics on its own port.")
+    metrics_host: str = Field(
+        "127.0.0.1", description="RCLL_METRICS_HOST: the address the worker's Prometheus "
+        "exporter binds (loopback by default, as the API; the container image sets 0.0.0.0 "
+        "so Prometheus can scrape it on the compose or cluster network).")
     metrics_public: bool = Field(
         True, description="RCLL_METRICS_PUBLIC=on: the API's /metrics needs no key (it holds "
         "no bank ids, texts or member ids); off: only a deployment admin key may scrape it.")

@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Create .venv and install RCLL with its dependencies (idempotent; fast when nothing changed).
 # The CPU build of torch goes in first, so sentence-transformers never pulls a CUDA build.
+# RCLL_TORCH_INDEX_URL: an extra index of CPU torch wheels (default PyTorch's CPU index,
+# https://download.pytorch.org/whl/cpu, used when it answers; set it to a mirror, or to ""
+# to use only pip's own configuration, e.g. a local wheel folder). Whatever pip would pick,
+# setup refuses a torch that brings CUDA libraries, before downloading it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,7 +27,7 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
 fi
 echo "setup: installing dependencies into .venv (first run takes a few minutes)"
 .venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet "torch==2.13.0"
+.venv/bin/python scripts/install_torch.py
 .venv/bin/python -m pip install --quiet -e ".[dev,docs]"  # docs: the site's build test
 # tests/web drives Debian's Chromium through Playwright (never `playwright install`): install
 # it when missing, as root with apt; never fails the setup (the web tests skip without it).

@@ -3,7 +3,7 @@
 - ``setup_logging``: this receiver replaces Celery's logging set-up: JSON or text lines per
   ``RCLL_LOG_FORMAT`` (:mod:`rcll.telemetry.logs`), for the worker and beat alike.
 - ``worker_init`` (the main process, before the pool forks): the exporter on
-  ``RCLL_METRICS_PORT`` serving every process of this worker — the pool children run the tasks
+  ``RCLL_METRICS_HOST:RCLL_METRICS_PORT`` (loopback by default) serving every process of this worker — the pool children run the tasks
   and write their values to ``PROMETHEUS_MULTIPROC_DIR`` (set by ``rcll worker`` and the dev
   stack, :func:`rcll.telemetry.exposition.multiproc_env`).
 - ``task_prerun`` / ``task_postrun`` (in the child running the task): the job context — job id,
@@ -41,7 +41,7 @@ def _start_exporter(**_) -> None:
         log.warning("PROMETHEUS_MULTIPROC_DIR is not set: the exporter shows only the main "
                     "process, not the pool children running tasks; start workers with "
                     "`rcll worker`")
-    exposition.start_exporter(s.metrics_port)
+    exposition.start_exporter(s.metrics_port, s.metrics_host)
 
 
 def _job_fields(task_name: str, args) -> dict:

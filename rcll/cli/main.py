@@ -73,6 +73,8 @@ class _Group(click.Group):
 
 
 @click.group(cls=_Group)
+@click.version_option(package_name="rcll", prog_name="rcll",
+                      message="%(prog)s %(version)s")
 def cli() -> None:
     """RCLL memory service."""
 
@@ -85,11 +87,23 @@ def dev() -> None:
 @dev.command("up")
 @click.option("--no-api", is_flag=True, help="Do not start the API.")
 @click.option("--no-worker", is_flag=True, help="Do not start a worker (nor beat).")
-def dev_up(no_api: bool, no_worker: bool) -> None:
-    """Start everything that is not running yet (idempotent)."""
+@click.option("--no-mcp", is_flag=True, help="Do not start the MCP server.")
+def dev_up(no_api: bool, no_worker: bool, no_mcp: bool) -> None:
+    """Start everything that is not running yet; what runs is left as it is (idempotent).
+    The MCP server listens on http://127.0.0.1:RCLL_MCP_PORT/mcp (default 8766)."""
     from rcll.dev import stack
 
-    stack.up(get_settings(), api=not no_api, worker=not no_worker, log=console.print)
+    stack.up(get_settings(), api=not no_api, worker=not no_worker, mcp=not no_mcp,
+             log=console.print)
+
+
+@dev.command("mcp-config")
+def dev_mcp_config() -> None:
+    """Print an MCP client configuration (``mcpServers`` JSON) for this dev stack: ``rcll``
+    over streamable HTTP, ``rcll-stdio`` launching ``rcll mcp`` with absolute paths."""
+    from rcll.dev import stack
+
+    click.echo(json.dumps(stack.mcp_client_config(get_settings()), indent=2))
 
 
 @dev.command("down")
@@ -150,7 +164,16 @@ def worker(queues: str | None, concurrency: int | None) -> None:
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def mcp(args: tuple[str, ...]) -> None:
     """Run the MCP server in the foreground (stdio or streamable HTTP): `rcll mcp [--transport
-    stdio|http] [--host H] [--port P] [--bank B] [--api-key K]`; `rcll mcp --help` for more."""
+    stdio|http] [--host H] [--port P] [--bank B] [--api-key K]`; `rcll mcp --help` for more.
+    Beside a running dev stack (same RCLL_STATE_DIR) and without RCLL_AUTH set, it runs with
+    the stack's auth mode (off for `rcll dev up`)."""
+    from rcll.dev.stack import client_auth_env
+
+    follow = client_auth_env(get_settings(), dict(os.environ))
+    if follow and "--help" not in args:
+        console.print(f"rcll mcp: RCLL_AUTH={follow['RCLL_AUTH']}, as the dev stack in "
+                      f"{get_settings().state_dir}")
+    os.environ.update(follow)
     cmd = [sys.executable, "-m", "mcp_server", *args]
     os.execv(cmd[0], cmd)
 
@@ -282,20 +305,9 @@ def recall(query: str, bank: str, limit: int, max_tokens: int, recipe: str | Non
     if as_json:
         click.echo(json.dumps(res, indent=2))
         return
-    table = Table(title=f"{query}  [tiers {', '.join(res.get('tiers') or []) or 'none'}, "
-                        f"recipe {res.get('recipe')}, mode {res['mode']}, "
-                        f"{res['timings_ms']['total']} ms]")
-    for col in ("#", "score", "dense", "lexical", "room/hall", "text"):
-        table.add_column(col)
-    for i, r in enumerate(res["results"], 1):
-        # "final": every result has it (an L0 unit no channel found has no RRF score)
-        # compact results (the token-budget policy) carry no ranks, room or hall
-        ranks = r.get("ranks") or {}
-        table.add_row(str(i), f"{r['scores']['final']:.4f}", str(ranks.get("dense")),
-                      str(ranks.get("lexical")),
-                      f"{r.get('room') or '-'}/{r.get('hall') or '-'}",
-                      r["text"][:160].replace("\n", " "))
-    _out().print(table)
+    from rcll.cli.results import recall_table
+
+    _out().print(recall_table(query, res))
 
 
 @cli.command()

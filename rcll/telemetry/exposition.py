@@ -87,9 +87,10 @@ def process_dead(pid: int) -> None:
         multiprocess.mark_process_dead(pid)
 
 
-def start_exporter(port: int, addr: str = "0.0.0.0") -> object | None:
-    """Serve this role's metrics on ``port`` (a thread of this process), or None when the port
-    is 0 or taken (logged: a worker keeps working without its exporter)."""
+def start_exporter(port: int, addr: str = "127.0.0.1") -> object | None:
+    """Serve this role's metrics on ``addr:port`` (a thread of this process; ``addr`` is
+    ``RCLL_METRICS_HOST``, loopback by default), or None when the port is 0 or taken
+    (logged: a worker keeps working without its exporter)."""
     from prometheus_client import start_http_server
 
     if not port:

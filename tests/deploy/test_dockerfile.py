@@ -70,6 +70,7 @@ def test_runtime_environment_is_offline(parsed):
     assert env["HF_HUB_OFFLINE"] == "1" and env["TRANSFORMERS_OFFLINE"] == "1"
     assert env["LITELLM_LOCAL_MODEL_COST_MAP"] == "True"
     assert env["RCLL_API_HOST"] == "0.0.0.0"  # reachable from outside the container
+    assert env["RCLL_METRICS_HOST"] == "0.0.0.0"  # the worker exporter, scraped on the network
     assert env["RCLL_STATE_DIR"] == "/var/lib/rcll"
 
 
