@@ -70,8 +70,8 @@ class Settings(BaseSettings):
     api_threads: int = Field(4, description="gunicorn threads per API worker process.")
     worker_concurrency: int = Field(0, ge=0, description="Celery pool processes per worker; "
                                     "0 = one per core (os.cpu_count(), Celery's own default). A "
-                                    "container scaled by replicas sets 1 (docs decision "
-                                    "\"worker-concurrency\").")
+                                    "container scaled by replicas sets 1 (docs/decisions/"
+                                    "0020-document-ingest-processes-and-entity-index.md).")
     torch_threads: int = Field(1, ge=0, description="torch intra-op threads per process "
                                "(embedder, reranker); 0 = torch's default, one per core. Scale "
                                "with processes instead (docs/decisions/0014-process-model.md).")

@@ -8,7 +8,7 @@ e.merged_into_id IS NULL AND e.normalized % name``). The GIN index of migration 
 cost of a batch grew with the bank's size. A GiST index on ``(bank_id, normalized
 gist_trgm_ops)`` over live entities answers the same predicate in one index search per name
 (``btree_gist`` gives GiST its ``=`` on text; both are contrib extensions of PostgreSQL).
-Measured in docs/decisions (entity-resolution-index).
+Measured: docs/decisions/0020-document-ingest-processes-and-entity-index.md.
 
 Revision ID: 0024
 Revises: 0023
