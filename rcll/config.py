@@ -30,6 +30,14 @@ class Settings(BaseSettings):
     readonly_database_url: str | None = Field(
         None, description="Optional SELECT-only role for recall; defaults to database_url."
     )
+    replica_database_url: str | None = Field(
+        None, description="RCLL_REPLICA_DATABASE_URL: a streaming replica (hot standby) of "
+        "the primary; recall, read and the session context run on it whenever it has "
+        "replayed the bank's last fenced write, else on the primary (rcll.replica; "
+        "docs/guides/replicas.md). Unset: no replica.")
+    replica_fence_wait_s: float = Field(
+        2.0, ge=0, description="RCLL_REPLICA_FENCE_WAIT_S: with Redis unreachable, how long "
+        "a write waits after its commit for the replica to replay it (rcll.replica).")
     redis_url: str = Field("redis://127.0.0.1:6379/0", description="Redis: the tier-1 cache "
                            "and, unless broker_url is set, the Celery broker.")
     broker_url: str | None = Field(None, description="Celery broker; defaults to redis_url.")

@@ -96,11 +96,12 @@ class Cascade:
     :func:`rcll.cascade.warm.warm_lookup`) or None."""
 
     def __init__(self, ctx: RecallContext, hot=None, after=None, warm="default",
-                 settings: CascadeSettings | None = None):
+                 settings: CascadeSettings | None = None, route=None):
         if warm == "default":
             from rcll.cascade.warm import warm_lookup
             warm = warm_lookup
         self.ctx, self.hot, self.after, self.warm = ctx, hot, after, warm
+        self.route = route  # bank id -> the pool this recall reads (a replica or ctx.pool)
         self.settings = settings or CascadeSettings()
         self.redis_breaker = _Breaker(self.settings.redis_retry_s)
 
@@ -120,25 +121,36 @@ class Cascade:
         read from PostgreSQL for this caller on every request, in the answering tier's
         transaction, never cached in tier 1.
 
+        With a read replica (``route``, :meth:`rcll.replica.ReplicaRouter.pool_for`) every
+        PostgreSQL read of this recall — tier 2, the hydration of tier-1/2 hits, tier 3 —
+        runs on the pool ``route(bank_id)`` chose: the replica only when it has replayed
+        the bank's last fenced write, so a forgotten unit is never served from tier 1 or
+        from a lagging replica.
+
         The result's ``tiers`` lists the tiers tried, the answering one last;
         ``tier_reason`` says why; ``timings_ms`` (with ``trace``, ms) holds ``tier_hot`` and
         ``tier_warm`` (the lookups), ``tier_hot_verify`` / ``tier_warm_verify`` (hydrating
         the hits through the caller scope in PostgreSQL, when they were enough to answer),
         ``tier_cold`` (the whole pipeline), ``tunnels`` and ``total``."""
         t0 = time.perf_counter()
-        scope = self.ctx.scope(bank_id, q, principal)
+        ctx = self.ctx
+        if self.route is not None:  # a read replica: the pool fresh enough for this bank
+            pool = self.route(bank_id)
+            if pool is not ctx.pool:
+                ctx = replace(ctx, pool=pool)
+        scope = ctx.scope(bank_id, q, principal)
         p = plan(q)
         principal = principal or Principal.unrestricted()  # tunnels: whose banks
         timings: dict[str, float] = {}
         degraded: list[str] = []
         tried: list[str] = []
         if not p.tiers:
-            self._check_bank(bank_id)
+            self._check_bank(ctx, bank_id)
             return self._result([], p, tried, degraded, timings, t0, q, mode="none")
 
         pq = None
         if "hot" in p.tiers or "warm" in p.tiers:
-            pq = prepare(self.ctx, q, needs_vector=True)
+            pq = prepare(ctx, q, needs_vector=True)
             timings["embed_query"] = _ms(t0)
             if pq.vector is None:
                 degraded.append(f"hot, warm: {pq.vector_error or 'no query vector'}")
@@ -150,7 +162,7 @@ class Cascade:
             if tier not in p.tiers or pq is None or pq.vector is None:
                 continue
             t = time.perf_counter()
-            hits = self._lookup(tier, scope, pq, p, degraded)
+            hits = self._lookup(ctx, tier, scope, pq, p, degraded)
             timings[f"tier_{tier}"] = _ms(t)
             if hits is None:
                 continue
@@ -164,7 +176,7 @@ class Cascade:
                 continue  # not enough to answer: no need to ask PostgreSQL about them
             t = time.perf_counter()
             found = _TunnelLookup(scope, principal, p) if q.follow_tunnels else None
-            answer, stale, post_counts = self._answer(bank_id, scope, pq,
+            answer, stale, post_counts = self._answer(ctx, bank_id, scope, pq,
                                                       hits if tier != last else None, pooled, p,
                                                       found)
             timings[f"tier_{tier}_verify"] = _ms(t)
@@ -175,10 +187,10 @@ class Cascade:
                 if tier != last:
                     continue
             if len(answer) >= self.settings.min_hits or tier == last:
-                results, used = cut_to_budget(answer, p.max_tokens, p.limit, self.ctx.tokens)
+                results, used = cut_to_budget(answer, p.max_tokens, p.limit, ctx.tokens)
                 promote = [r["id"] for r in results] if tier == "warm" else []
                 self._after(bank_id, results, pq, promote)  # the bank's own units only
-                results, used = self._merge_tunnels(found, p, results, used, post_counts,
+                results, used = self._merge_tunnels(ctx, found, p, results, used, post_counts,
                                                     degraded, timings)
                 # a hit PostgreSQL refused (stale: re-scoped, forgotten, an invalidation
                 # Redis missed) is not counted either: counts see only rows that passed
@@ -193,15 +205,15 @@ class Cascade:
         t = time.perf_counter()
         cold_q = q.model_copy(update={"limit": p.limit, "max_tokens": p.max_tokens})
         found = _TunnelLookup(scope, principal, p) if q.follow_tunnels else None
-        res = recall(self.ctx, bank_id, cold_q, embedded=pq, scope=scope, in_transaction=found)
+        res = recall(ctx, bank_id, cold_q, embedded=pq, scope=scope, in_transaction=found)
         timings["tier_cold"] = _ms(t)
         tried.append("cold")
         top = [r["id"] for r in res.results[: self.settings.promote_top]]
         if p.cache:  # cues and promotions only from answers any re-ask may reuse
             self._after(bank_id, res.results, pq, top, query=q.query)
         results = [_compact(r) for r in res.results] if p.compact else res.results
-        results, used = self._merge_tunnels(found, p, results, res.tokens_used, counts_extra,
-                                            degraded, timings)
+        results, used = self._merge_tunnels(ctx, found, p, results, res.tokens_used,
+                                            counts_extra, degraded, timings)
         if res.timings_ms is not None:
             timings = {**res.timings_ms, **timings}
         timings["total"] = _ms(t0)
@@ -213,8 +225,8 @@ class Cascade:
                        timings_ms=timings if q.trace else None)
 
     # -- tunnels -----------------------------------------------------------------------------
-    def _merge_tunnels(self, found: _TunnelLookup | None, p: Plan, results: list[dict],
-                       used: int, counts: dict, degraded: list[str],
+    def _merge_tunnels(self, ctx: RecallContext, found: _TunnelLookup | None, p: Plan,
+                       results: list[dict], used: int, counts: dict, degraded: list[str],
                        timings: dict) -> tuple[list[dict], int]:
         """Insert, just below each of the top :data:`~rcll.search.tunnels.TOP_SOURCES`
         results, the units its tunnels reach that this caller may see (``found``, read in
@@ -250,12 +262,13 @@ class Cascade:
                 rendered["tunnel"] = h.tunnel_json()
                 merged.append(rendered)
         if seen:
-            results, used = cut_to_budget(merged, p.max_tokens, p.limit, self.ctx.tokens)
+            results, used = cut_to_budget(merged, p.max_tokens, p.limit, ctx.tokens)
         counts["tunnels_followed"] = sum(1 for r in results if "tunnel" in r)
         return results, used
 
     # -- tiers -------------------------------------------------------------------------------
-    def _lookup(self, tier: str, scope: CallerScope, pq, p: Plan, degraded: list[str]):
+    def _lookup(self, ctx: RecallContext, tier: str, scope: CallerScope, pq, p: Plan,
+                degraded: list[str]):
         """The tier's hits, or None when it cannot run (reason appended to ``degraded``)."""
         if tier == "hot":
             if self.hot is None:
@@ -277,7 +290,7 @@ class Cascade:
             return None
         from rcll.search.query_prep import prepare_query
         try:
-            with self.ctx.pool.connection() as conn, conn.transaction():
+            with ctx.pool.connection() as conn, conn.transaction():
                 conn.execute("SET TRANSACTION READ ONLY")
                 prepare_query(conn, scope, pq, time_window=False, entities=True)
                 return self.warm(conn, scope, pq, threshold=self.settings.warm_threshold,
@@ -289,8 +302,8 @@ class Cascade:
             degraded.append(f"warm: {type(exc).__name__}")
             return None
 
-    def _answer(self, bank_id: str, scope: CallerScope, pq, hits, pooled: dict,
-                p: Plan, tunnels: _TunnelLookup | None = None
+    def _answer(self, ctx: RecallContext, bank_id: str, scope: CallerScope, pq, hits,
+                pooled: dict, p: Plan, tunnels: _TunnelLookup | None = None
                 ) -> tuple[list[dict], list[str], dict]:
         """Hydrate ``hits`` (or, for the last tier, every hit pooled so far) through the
         caller scope, best similarity first, then run the post-processing every recipe runs
@@ -304,7 +317,7 @@ class Cascade:
             chosen = sorted(pooled.items(), key=lambda kv: -kv[1][0])
         ids = [uid for uid, _ in chosen]
         where, params = scope.where("u")
-        with self.ctx.pool.connection() as conn, conn.transaction():
+        with ctx.pool.connection() as conn, conn.transaction():
             conn.execute("SET TRANSACTION READ ONLY")
             if conn.execute("SELECT 1 FROM memory_banks WHERE id = %s",
                             (bank_id,)).fetchone() is None:
@@ -318,8 +331,8 @@ class Cascade:
                     {**params, "ids": "{" + ",".join(ids) + "}"}).fetchall()}
             stale = [uid for uid in ids if uid not in rows]
             hit_of = {uid: v for uid, v in chosen if uid in rows}
-            recipe = RECIPES[self.ctx.default_recipe]
-            state = RecallState(conn=conn, ctx=self.ctx, scope=scope, pq=pq, recipe=recipe)
+            recipe = RECIPES[ctx.default_recipe]
+            state = RecallState(conn=conn, ctx=ctx, scope=scope, pq=pq, recipe=recipe)
             state.rows.update(rows)
             state.ranked = [(uid, float(v[0])) for uid, v in hit_of.items()]
             run_steps(state, steps=POST)
@@ -368,8 +381,8 @@ class Cascade:
         except Exception as exc:  # never fail a recall for bookkeeping
             log.warning("after-recall submit failed: %s", exc)
 
-    def _check_bank(self, bank_id: str) -> None:
-        with self.ctx.pool.connection() as conn:
+    def _check_bank(self, ctx: RecallContext, bank_id: str) -> None:
+        with ctx.pool.connection() as conn:
             if conn.execute("SELECT 1 FROM memory_banks WHERE id = %s",
                             (bank_id,)).fetchone() is None:
                 raise BankNotFound(f"bank {bank_id!r} does not exist", {"bank_id": bank_id})
