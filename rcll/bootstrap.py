@@ -222,6 +222,18 @@ class Services:
         return build_cascade(self)
 
     @cached_property
+    def recall_gate(self):
+        """Backpressure of this process's recalls (:class:`rcll.admission.Gate`:
+        ``recall_max_in_flight`` at once, ``recall_queue_wait_ms`` of wait), or None when
+        unlimited."""
+        s = self.settings
+        if s.recall_max_in_flight <= 0:
+            return None
+        from rcll.admission import Gate
+
+        return Gate(s.recall_max_in_flight, s.recall_queue_wait_ms / 1000)
+
+    @cached_property
     def tunnels(self):
         """Tunnels between banks (:class:`rcll.hierarchy.tunnels.TunnelService`); the bridge
         searches through the cascade with the deployment's recipe."""

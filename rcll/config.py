@@ -301,6 +301,14 @@ class Settings(BaseSettings):
                                  "tier 1 after the response. The spec says 3; 5 measured: a "
                                  "re-asked question served by tier 1 keeps nDCG@5 (README "
                                  "\"Recall cascade\").")
+    recall_max_in_flight: int = Field(
+        0, ge=0, description="RCLL_RECALL_MAX_IN_FLIGHT: most recalls one process runs at "
+        "once (each gunicorn worker its own); 0 = no limit (rcll.admission; "
+        "docs/decisions/recall-under-load.md).")
+    recall_queue_wait_ms: float = Field(
+        500, ge=0, description="RCLL_RECALL_QUEUE_WAIT_MS: how long a recall past "
+        "RCLL_RECALL_MAX_IN_FLIGHT waits for a slot before it is refused 503 overloaded "
+        "with Retry-After: 1.")
     query_cache_size: int = Field(4096, ge=0, description="Query embeddings kept in-process "
                                   "(LRU); 0 disables.")
 

@@ -96,17 +96,28 @@ class Cascade:
     :func:`rcll.cascade.warm.warm_lookup`) or None."""
 
     def __init__(self, ctx: RecallContext, hot=None, after=None, warm="default",
-                 settings: CascadeSettings | None = None, route=None):
+                 settings: CascadeSettings | None = None, route=None, gate=None):
         if warm == "default":
             from rcll.cascade.warm import warm_lookup
             warm = warm_lookup
         self.ctx, self.hot, self.after, self.warm = ctx, hot, after, warm
         self.route = route  # bank id -> the pool this recall reads (a replica or ctx.pool)
+        self.gate = gate  # rcll.admission.Gate: backpressure, or None
         self.settings = settings or CascadeSettings()
         self.redis_breaker = _Breaker(self.settings.redis_retry_s)
 
     def recall(self, bank_id: str, q: RecallQuery,
                principal: Principal | None = None) -> RecallResult:
+        """:meth:`_recall` inside a slot of ``gate`` (backpressure, :mod:`rcll.admission`):
+        past saturation it raises :class:`~rcll.errors.Overloaded` (503) after the gate's
+        bounded wait instead of queueing."""
+        if self.gate is None:
+            return self._recall(bank_id, q, principal)
+        with self.gate.slot("recall"):
+            return self._recall(bank_id, q, principal)
+
+    def _recall(self, bank_id: str, q: RecallQuery,
+                principal: Principal | None = None) -> RecallResult:
         """Answer ``q`` against ``bank_id`` for ``principal`` through the tiers its plan
         allows. Every tier filters by the caller scope (:meth:`RecallContext.scope`:
         audience, purpose, hierarchy) inside its candidate query — tier 1 from the audience

@@ -30,4 +30,5 @@ def build_cascade(svc, settings: CascadeSettings | None = None,
                             enabled=svc.settings.activation)
     return Cascade(svc.recall_context(), hot, after if svc.settings.activation else None,
                    settings=settings or cascade_settings(svc.settings),
-                   route=svc.recall_pool if svc.replica is not None else None)
+                   route=svc.recall_pool if svc.replica is not None else None,
+                   gate=svc.recall_gate)
