@@ -26,13 +26,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass, replace
 
 from rcll.access.principal import Principal
 from rcll.cascade.hot import is_complete_reask
 from rcll.cascade.policy import Plan, plan
 from rcll.config import Settings
-from rcll.db import is_transient
+from rcll.db import is_transient, read_only
 from rcll.errors import BankNotFound
 from rcll.search.budget import cut_to_budget
 from rcll.search.models import RecallQuery, RecallResult
@@ -149,6 +150,13 @@ class Cascade:
             pool = self.route(bank_id)
             if pool is not ctx.pool:
                 ctx = replace(ctx, pool=pool)
+        with _Reader(ctx.pool) as reader:
+            return self._tiers(ctx, reader, t0, bank_id, q, principal)
+
+    def _tiers(self, ctx: RecallContext, reader: _Reader, t0: float, bank_id: str,
+               q: RecallQuery, principal: Principal | None) -> RecallResult:
+        """The body of :meth:`_recall`: every PostgreSQL read of the recall (tier 2, the
+        hydration of tier-1/2 hits, tier 3) in ``reader``'s one READ ONLY transaction."""
         scope = ctx.scope(bank_id, q, principal)
         p = plan(q)
         principal = principal or Principal.unrestricted()  # tunnels: whose banks
@@ -156,7 +164,7 @@ class Cascade:
         degraded: list[str] = []
         tried: list[str] = []
         if not p.tiers:
-            self._check_bank(ctx, bank_id)
+            self._check_bank(reader, bank_id)
             return self._result([], p, tried, degraded, timings, t0, q, mode="none")
 
         pq = None
@@ -173,7 +181,7 @@ class Cascade:
             if tier not in p.tiers or pq is None or pq.vector is None:
                 continue
             t = time.perf_counter()
-            hits = self._lookup(ctx, tier, scope, pq, p, degraded)
+            hits = self._lookup(ctx, reader, tier, scope, pq, p, degraded)
             timings[f"tier_{tier}"] = _ms(t)
             if hits is None:
                 continue
@@ -187,7 +195,7 @@ class Cascade:
                 continue  # not enough to answer: no need to ask PostgreSQL about them
             t = time.perf_counter()
             found = _TunnelLookup(scope, principal, p) if q.follow_tunnels else None
-            answer, stale, post_counts = self._answer(ctx, bank_id, scope, pq,
+            answer, stale, post_counts = self._answer(ctx, reader, bank_id, scope, pq,
                                                       hits if tier != last else None, pooled, p,
                                                       found)
             timings[f"tier_{tier}_verify"] = _ms(t)
@@ -216,7 +224,8 @@ class Cascade:
         t = time.perf_counter()
         cold_q = q.model_copy(update={"limit": p.limit, "max_tokens": p.max_tokens})
         found = _TunnelLookup(scope, principal, p) if q.follow_tunnels else None
-        res = recall(ctx, bank_id, cold_q, embedded=pq, scope=scope, in_transaction=found)
+        res = recall(ctx, bank_id, cold_q, embedded=pq, scope=scope, in_transaction=found,
+                     conn=reader.conn())
         timings["tier_cold"] = _ms(t)
         tried.append("cold")
         top = [r["id"] for r in res.results[: self.settings.promote_top]]
@@ -278,7 +287,7 @@ class Cascade:
         return results, used
 
     # -- tiers -------------------------------------------------------------------------------
-    def _lookup(self, ctx: RecallContext, tier: str, scope: CallerScope, pq, p: Plan,
+    def _lookup(self, ctx: RecallContext, reader: _Reader, tier: str, scope: CallerScope, pq, p: Plan,
                 degraded: list[str]):
         """The tier's hits, or None when it cannot run (reason appended to ``degraded``)."""
         if tier == "hot":
@@ -301,19 +310,20 @@ class Cascade:
             return None
         from rcll.search.query_prep import prepare_query
         try:
-            with ctx.pool.connection() as conn, conn.transaction():
-                conn.execute("SET TRANSACTION READ ONLY")
-                prepare_query(conn, scope, pq, time_window=False, entities=True)
-                return self.warm(conn, scope, pq, threshold=self.settings.warm_threshold,
-                                 limit=max(p.limit, self.settings.min_hits))
+            conn = reader.conn()
+            prepare_query(conn, scope, pq, time_window=False, entities=True)
+            return self.warm(conn, scope, pq, threshold=self.settings.warm_threshold,
+                             limit=max(p.limit, self.settings.min_hits))
         except Exception as exc:
             if is_transient(exc):  # the database is away: the cold tier could not answer
                 raise              # either, and waiting for it again would double the 503's wait
+            reader.reset()  # the failed statement aborted the transaction: the next tier
+            # reads in a new one
             log.warning("warm tier failed: %s", exc)
             degraded.append(f"warm: {type(exc).__name__}")
             return None
 
-    def _answer(self, ctx: RecallContext, bank_id: str, scope: CallerScope, pq, hits,
+    def _answer(self, ctx: RecallContext, reader: _Reader, bank_id: str, scope: CallerScope, pq, hits,
                 pooled: dict, p: Plan, tunnels: _TunnelLookup | None = None
                 ) -> tuple[list[dict], list[str], dict]:
         """Hydrate ``hits`` (or, for the last tier, every hit pooled so far) through the
@@ -328,8 +338,7 @@ class Cascade:
             chosen = sorted(pooled.items(), key=lambda kv: -kv[1][0])
         ids = [uid for uid, _ in chosen]
         where, params = scope.where("u")
-        with ctx.pool.connection() as conn, conn.transaction():
-            conn.execute("SET TRANSACTION READ ONLY")
+        with nullcontext(reader.conn()) as conn:
             if conn.execute("SELECT 1 FROM memory_banks WHERE id = %s",
                             (bank_id,)).fetchone() is None:
                 raise BankNotFound(f"bank {bank_id!r} does not exist", {"bank_id": bank_id})
@@ -392,8 +401,8 @@ class Cascade:
         except Exception as exc:  # never fail a recall for bookkeeping
             log.warning("after-recall submit failed: %s", exc)
 
-    def _check_bank(self, ctx: RecallContext, bank_id: str) -> None:
-        with ctx.pool.connection() as conn:
+    def _check_bank(self, reader: _Reader, bank_id: str) -> None:
+        with nullcontext(reader.conn()) as conn:
             if conn.execute("SELECT 1 FROM memory_banks WHERE id = %s",
                             (bank_id,)).fetchone() is None:
                 raise BankNotFound(f"bank {bank_id!r} does not exist", {"bank_id": bank_id})
@@ -409,6 +418,35 @@ class Cascade:
                             reranked=False, tokens_used=used, counts=counts, degraded=degraded,
                             timings_ms=timings if q.trace else None, recipe=None,
                             tiers=tried, tier_reason=p.reason)
+
+
+class _Reader:
+    """One READ ONLY transaction for a whole recall (:func:`rcll.db.read_only`), begun on
+    first use: tier 2, the hydration of tier-1/2 hits and tier 3 share one pooled
+    connection, one ``BEGIN READ ONLY`` and one ``COMMIT`` (a recall tier 1 cannot answer
+    makes one checkout instead of three). :meth:`reset` rolls back a transaction a failed
+    statement aborted; the next :meth:`conn` begins a new one."""
+
+    def __init__(self, pool):
+        self.pool, self._stack, self._conn = pool, ExitStack(), None
+
+    def conn(self):
+        if self._conn is None:
+            self._conn = self._stack.enter_context(read_only(self.pool))
+        return self._conn
+
+    def reset(self) -> None:
+        if self._conn is not None:
+            self._conn = None
+            self._stack.__exit__(RuntimeError, RuntimeError("reset"), None)
+            self._stack = ExitStack()
+
+    def __enter__(self) -> _Reader:
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        self._conn = None
+        return self._stack.__exit__(*exc)
 
 
 class _TunnelLookup:
