@@ -30,12 +30,14 @@ class APIError(RCLLError):
         self.code = code
 
 
-def error_response(status: int, code: str, message: str, details: dict | None = None):
-    """The JSON error envelope; a 503 gets ``Retry-After: RETRY_AFTER_S``."""
+def error_response(status: int, code: str, message: str, details: dict | None = None,
+                   retry_after_s: int | None = None):
+    """The JSON error envelope; a 503 gets ``Retry-After``: ``retry_after_s`` (an
+    ``overloaded`` recall: 1) or ``RETRY_AFTER_S``."""
     resp = jsonify({"error": {"code": code, "message": message, "details": details or {}}})
     resp.status_code = status
     if status == 503:
-        resp.headers["Retry-After"] = str(RETRY_AFTER_S)
+        resp.headers["Retry-After"] = str(retry_after_s or RETRY_AFTER_S)
     return resp
 
 
@@ -61,7 +63,8 @@ def register(app: Flask) -> None:
 
     @app.errorhandler(RCLLError)
     def _rcll(exc: RCLLError):
-        return error_response(exc.status, exc.code, exc.message, exc.details)
+        return error_response(exc.status, exc.code, exc.message, exc.details,
+                              getattr(exc, "retry_after_s", None))
 
     @app.errorhandler(ValidationError)
     def _validation(exc: ValidationError):

@@ -16,7 +16,12 @@ its own port, all running at once:
   ``RCLL_TORCH_THREADS``);
 - ``wWxTtK`` (e.g. ``w2x4t1``): this checkout, W gunicorn workers x T threads, torch K
   threads (0 = default); suffix ``b`` (``w2x4t1b``) turns on query micro-batching
-  (``RCLL_QUERY_BATCH_WAIT_MS=2``).
+  (``RCLL_QUERY_BATCH_WAIT_MS=2``), ``bM`` with M ms (``w2x8t1b5``); suffix ``gN``
+  (``w2x16t1bg4``) sets ``RCLL_RECALL_MAX_IN_FLIGHT=N`` (backpressure), ``g0`` none; a
+  variant without ``g`` runs with the checkout's default.
+
+``today`` is the checkout's code with the settings main shipped (1 worker x 4 threads,
+torch 1 thread, no micro-batching, no backpressure), ``after`` the checkout's defaults.
 
 Every API runs with ``RCLL_QUERY_CACHE_SIZE=0`` (each request embeds its query, as a
 fleet asking new questions does) and the deployment's default recipe. While measuring, a
@@ -55,16 +60,22 @@ def parse_variant(name: str, tree: Path, defaults) -> dict:
     """``{"name", "tree", "workers", "threads", "torch", "batch"}`` for a variant name."""
     if name == "before":
         return {"name": name, "tree": tree, "workers": 1, "threads": 4, "torch": 0,
-                "batch": False}
+                "batch": 0, "gate": None}
+    if name == "today":
+        return {"name": name, "tree": ROOT, "workers": 1, "threads": 4, "torch": 1,
+                "batch": 0, "gate": 0}
     if name == "after":
         return {"name": name, "tree": ROOT, "workers": defaults.api_workers,
                 "threads": defaults.api_threads, "torch": defaults.torch_threads,
-                "batch": defaults.query_batch_wait_ms > 0}
-    m = re.fullmatch(r"w(\d+)x(\d+)t(\d+)(b?)", name)
+                "batch": defaults.query_batch_wait_ms, "gate": None}
+    m = re.fullmatch(r"w(\d+)x(\d+)t(\d+)(?:b(\d*))?(?:g(\d+))?", name)
     if not m:
-        raise SystemExit(f"unknown variant {name!r}: before, after or wWxTtK[b]")
+        raise SystemExit(f"unknown variant {name!r}: before, today, after or "
+                         "wWxTtK[b[M]][gN]")
+    batch = 0 if m[4] is None else (int(m[4]) if m[4] else 2)
     return {"name": name, "tree": ROOT, "workers": int(m[1]), "threads": int(m[2]),
-            "torch": int(m[3]), "batch": bool(m[4])}
+            "torch": int(m[3]), "batch": batch,
+            "gate": int(m[5]) if m[5] is not None else None}
 
 
 def start_api(s, v: dict, port: int) -> None:
@@ -77,7 +88,9 @@ def start_api(s, v: dict, port: int) -> None:
     env = {k: val for k, val in stack.child_env(s).items() if k not in THREAD_VARS}
     env.update({"PYTHONPATH": str(v["tree"]), "RCLL_AUTH": "off", "RCLL_API_PORT": str(port),
                 "RCLL_QUERY_CACHE_SIZE": "0", "RCLL_TORCH_THREADS": str(v["torch"]),
-                "RCLL_QUERY_BATCH_WAIT_MS": "2" if v["batch"] else "0"})
+                "RCLL_QUERY_BATCH_WAIT_MS": str(v["batch"])})
+    if v.get("gate") is not None:
+        env["RCLL_RECALL_MAX_IN_FLIGHT"] = str(v["gate"])
     cmd = [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}",
            "--workers", str(v["workers"]), "--threads", str(v["threads"]),
            "--timeout", "300", "api.app:create_app()"]
@@ -89,6 +102,7 @@ def start_api(s, v: dict, port: int) -> None:
 def load(url: str, questions: list, clients: int, duration_s: float) -> dict:
     """``clients`` threads posting questions back to back for ``duration_s``; the figures."""
     lat: list[float] = []
+    busy: list[float] = []  # ms of each 503 (overloaded or database_unavailable)
     errors = [0]
     lock = threading.Lock()
     pool = itertools.cycle(questions)
@@ -103,15 +117,19 @@ def load(url: str, questions: list, clients: int, duration_s: float) -> dict:
                 try:
                     r = http.post(f"{url}/v1/default/banks/{q.bank_id}/memories/recall",
                                   json={"query": q.query, "limit": 50})
-                    ok = r.status_code == 200
+                    status = r.status_code
                 except httpx.HTTPError:
-                    ok = False
+                    status = None
                 ms = (time.perf_counter() - t) * 1000
                 with lock:
-                    if ok:
+                    if status == 200:
                         lat.append(ms)
+                    elif status == 503:
+                        busy.append(ms)
                     else:
                         errors[0] += 1
+                if status == 503:  # honour Retry-After as a fleet's client would
+                    time.sleep(float(r.headers.get("Retry-After", "1")))
 
     t0 = time.perf_counter()
     threads = [threading.Thread(target=client) for _ in range(clients)]
@@ -125,7 +143,11 @@ def load(url: str, questions: list, clients: int, duration_s: float) -> dict:
     def pct(p: float) -> float:
         return lat[min(len(lat) - 1, int(p * len(lat)))] if lat else float("nan")
 
+    busy.sort()
     return {"answered": len(lat), "errors": errors[0], "seconds": seconds,
+            "refused_503": len(busy),
+            "refused_p50_ms": busy[len(busy) // 2] if busy else None,
+            "refused_max_ms": busy[-1] if busy else None,
             "qps": len(lat) / seconds, "p50_ms": pct(0.50), "p95_ms": pct(0.95),
             "mean_ms": statistics.fmean(lat) if lat else float("nan")}
 
@@ -213,7 +235,9 @@ def main() -> None:
         print(f"{len(questions)} questions over {len(ds.banks)} banks; variants "
               + ", ".join(f"{v['name']} = {v['workers']} workers x {v['threads']} threads, "
                           f"torch {v['torch'] or 'default'}"
-                          f"{', query batching' if v['batch'] else ''}" for v in variants)
+                          f"{', query batching ' + str(v['batch']) + ' ms' if v['batch'] else ''}"
+                          f"{', max in flight ' + str(v['gate']) if v.get('gate') else ''}"
+                          for v in variants)
               + f"; {'with' if not args.no_ingest else 'without'} ingest", flush=True)
         if not args.no_ingest:
             threading.Thread(target=background_ingest, args=(s, scratch, stop, ingested),
@@ -232,7 +256,10 @@ def main() -> None:
                     results.append(res)
                     print(f"  round {r} {c:2d} clients {v['name']:9s}: {res['qps']:6.2f} QPS, "
                           f"p50 {res['p50_ms']:7.1f} ms, p95 {res['p95_ms']:7.1f} ms, "
-                          f"{res['answered']} answered, {res['errors']} errors "
+                          f"{res['answered']} answered, {res['refused_503']} 503s"
+                          + (f" (p50 {res['refused_p50_ms']:.0f} ms, max "
+                             f"{res['refused_max_ms']:.0f} ms)" if res['refused_503'] else "")
+                          + f", {res['errors']} errors "
                           f"(load {res['load_avg']:.1f})", flush=True)
     finally:
         stop.set()
@@ -242,18 +269,20 @@ def main() -> None:
         stack.down(s, log=lambda *_: None)
     print(f"\nmedian over rounds (ingest ran {'no' if args.no_ingest else len(ingested)} "
           "full passes meanwhile):")
-    print("| clients | " + " | ".join(f"{v['name']} QPS | p50 ms | p95 ms" for v in variants)
-          + " |")
-    print("|---|" + "---|---|---|" * len(variants))
+    print("| clients | " + " | ".join(f"{v['name']} QPS | p50 ms | p95 ms | 503s"
+                                     for v in variants) + " |")
+    print("|---|" + "---|---|---|---|" * len(variants))
     table = {}
     for c in levels:
         row = []
         for v in variants:
             mine = [x for x in results if x["variant"] == v["name"] and x["clients"] == c]
-            m = {k: statistics.median(x[k] for x in mine) for k in ("qps", "p50_ms", "p95_ms")}
+            m = {k: statistics.median(x[k] for x in mine)
+                 for k in ("qps", "p50_ms", "p95_ms", "refused_503")}
             m["qps_range"] = [min(x["qps"] for x in mine), max(x["qps"] for x in mine)]
             table.setdefault(str(c), {})[v["name"]] = m
-            row.append(f"{m['qps']:.2f} | {m['p50_ms']:.0f} | {m['p95_ms']:.0f}")
+            row.append(f"{m['qps']:.2f} | {m['p50_ms']:.0f} | {m['p95_ms']:.0f} | "
+                       f"{m['refused_503']:.0f}")
         print(f"| {c} | " + " | ".join(row) + " |")
     if args.out:
         Path(args.out).write_text(json.dumps(

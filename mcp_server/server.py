@@ -159,7 +159,8 @@ def context(rt: Runtime, principal: Principal, bank_id: str, purpose: str | None
     (:func:`rcll.search.session_context.session_context`)."""
     s = rt.services.settings
     scope = sc.caller_scope(principal, bank_id, purpose, s.purposes, s.default_purpose)
-    return sc.session_context(rt.services.read_pool, rt.services.tokens, scope, budget_tokens)
+    return sc.session_context(rt.services.recall_pool(bank_id), rt.services.tokens, scope,
+                              budget_tokens)
 
 
 def _protocol_error(exc: RCLLError) -> MCPError:

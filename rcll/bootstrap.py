@@ -55,6 +55,34 @@ class Services:
         return pool
 
     @cached_property
+    def replica_pool(self) -> ConnectionPool | None:
+        """The pool on the streaming replica (``RCLL_REPLICA_DATABASE_URL``), or None."""
+        if not self.settings.replica_database_url:
+            return None
+        pool = make_pool(self.settings.replica_database_url, max_size=8, name="rcll-replica",
+                         timeout=self.settings.db_pool_timeout_s)
+        pool.open(wait=False)
+        return pool
+
+    @cached_property
+    def replica(self):
+        """The :class:`rcll.replica.ReplicaRouter` (None without a replica): which pool a
+        recall, read or session context of a bank runs on, and the write fence."""
+        if self.replica_pool is None:
+            return None
+        from rcll.replica import ReplicaRouter
+
+        return ReplicaRouter(self.read_pool, self.pool, self.replica_pool, self.redis,
+                             wait_s=self.settings.replica_fence_wait_s)
+
+    def recall_pool(self, bank_id: str) -> ConnectionPool:
+        """The pool a recall, ``read`` or session context of ``bank_id`` runs on: the
+        replica when it is fresh enough for the bank (:meth:`ReplicaRouter.pool_for`),
+        else the read pool."""
+        router = self.replica
+        return router.pool_for(bank_id) if router is not None else self.read_pool
+
+    @cached_property
     def access(self):
         """Members, keys, grants and authentication (:class:`rcll.access.service.AccessService`)."""
         from rcll.access.service import AccessService
@@ -117,8 +145,10 @@ class Services:
         from rcll.cascade.hot import HotTier
         from rcll.models.embedder import input_stamp
 
-        return HotTier(self.redis, capacity=self.settings.hot_capacity,
-                       prefix=f"rcll:hot:{input_stamp(self.settings.embedder_model)}")
+        hot = HotTier(self.redis, capacity=self.settings.hot_capacity,
+                      prefix=f"rcll:hot:{input_stamp(self.settings.embedder_model)}")
+        hot.replica = self.replica  # the invalidation points fence the replica too
+        return hot
 
     @cached_property
     def after_recall(self):
@@ -192,6 +222,18 @@ class Services:
         return build_cascade(self)
 
     @cached_property
+    def recall_gate(self):
+        """Backpressure of this process's recalls (:class:`rcll.admission.Gate`:
+        ``recall_max_in_flight`` at once, ``recall_queue_wait_ms`` of wait), or None when
+        unlimited."""
+        s = self.settings
+        if s.recall_max_in_flight <= 0:
+            return None
+        from rcll.admission import Gate
+
+        return Gate(s.recall_max_in_flight, s.recall_queue_wait_ms / 1000)
+
+    @cached_property
     def tunnels(self):
         """Tunnels between banks (:class:`rcll.hierarchy.tunnels.TunnelService`); the bridge
         searches through the cascade with the deployment's recipe."""
@@ -251,7 +293,7 @@ class Services:
                              purposes=tuple(s.purposes), default_purpose=s.default_purpose)
 
     def close(self) -> None:
-        for name in ("pool", "read_pool"):
+        for name in ("pool", "read_pool", "replica_pool"):
             pool = self.__dict__.get(name)
             if pool is not None and not pool.closed:
                 pool.close()

@@ -32,6 +32,14 @@ class Settings(BaseSettings):
     readonly_database_url: str | None = Field(
         None, description="Optional SELECT-only role for recall; defaults to database_url."
     )
+    replica_database_url: str | None = Field(
+        None, description="RCLL_REPLICA_DATABASE_URL: a streaming replica (hot standby) of "
+        "the primary; recall, read and the session context run on it whenever it has "
+        "replayed the bank's last fenced write, else on the primary (rcll.replica; "
+        "docs/guides/replicas.md). Unset: no replica.")
+    replica_fence_wait_s: float = Field(
+        2.0, ge=0, description="RCLL_REPLICA_FENCE_WAIT_S: with Redis unreachable, how long "
+        "a write waits after its commit for the replica to replay it (rcll.replica).")
     redis_url: str = Field("redis://127.0.0.1:6379/0", description="Redis: the tier-1 cache "
                            "and, unless broker_url is set, the Celery broker.")
     broker_url: str | None = Field(None, description="Celery broker; defaults to redis_url.")
@@ -295,6 +303,13 @@ class Settings(BaseSettings):
     hot_promote_top: int = Field(5, ge=0, le=50, description="Cold-tier results promoted to "
                                  "tier 1 after the response (the spec says 3; "
                                  "docs/decisions/0006-cascade-thresholds.md).")
+    recall_max_in_flight: int = Field(
+        0, ge=0, description="RCLL_RECALL_MAX_IN_FLIGHT: most recalls one process runs at "
+        "once (each gunicorn worker its own); 0 = no limit (rcll.admission).")
+    recall_queue_wait_ms: float = Field(
+        500, ge=0, description="RCLL_RECALL_QUEUE_WAIT_MS: how long a recall past "
+        "RCLL_RECALL_MAX_IN_FLIGHT waits for a slot before it is refused 503 overloaded "
+        "with Retry-After: 1.")
     query_cache_size: int = Field(4096, ge=0, description="Query embeddings kept in-process "
                                   "(LRU); 0 disables.")
 

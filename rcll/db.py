@@ -148,10 +148,17 @@ _TRANSIENT_STATES = frozenset({"53300", "40001", "40P01"})
 @contextmanager
 def read_only(pool: ConnectionPool) -> Iterator[Connection]:
     """A connection from ``pool`` inside a ``READ ONLY`` transaction (committed, or rolled
-    back on an exception, when the block ends): what every read use case runs in."""
-    with pool.connection() as conn, conn.transaction():
-        conn.execute("SET TRANSACTION READ ONLY")
-        yield conn
+    back on an exception, when the block ends): what every read use case runs in. One
+    round trip opens it (``BEGIN READ ONLY``, psycopg's ``read_only`` attribute, reset
+    before the connection goes back to the pool)."""
+    with pool.connection() as conn:
+        conn.read_only = True
+        try:
+            with conn.transaction():
+                yield conn
+        finally:
+            if not conn.closed:
+                conn.read_only = None
 
 
 def is_transient(exc: BaseException) -> bool:

@@ -68,3 +68,16 @@ class Rejected(RCLLError):
         super().__init__(message, details)
         self.status = status
         self.code = code
+
+
+class Overloaded(RCLLError):
+    """The process is past saturation (503 ``overloaded``): the request waited its bounded
+    time for a slot (:class:`rcll.admission.Gate`) and got none. ``retry_after_s``: the
+    ``Retry-After`` the API sends."""
+
+    code = "overloaded"
+    status = 503
+
+    def __init__(self, message: str, details: dict | None = None, retry_after_s: int = 1):
+        super().__init__(message, details)
+        self.retry_after_s = retry_after_s

@@ -34,4 +34,5 @@ def context(bank_id: str):
     s = svc.settings
     scope = sc.caller_scope(principal(), bank_id, request.args.get("purpose"), s.purposes,
                             s.default_purpose)
-    return jsonify(sc.session_context(svc.read_pool, svc.tokens, scope, int(raw)))
+    return jsonify(sc.session_context(svc.recall_pool(bank_id), svc.tokens, scope,
+                                      int(raw)))

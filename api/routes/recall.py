@@ -48,7 +48,8 @@ def _run(bank_id: str, params: dict, hindsight: bool = False):
 @bp.post("/v1/default/banks/<bank_id>/memories/recall")
 @requires("read")
 @doc({200: T.RecallAnswer}, body=C.HindsightRecallRequest,
-    errors={400: ['unknown_recipe', 'unknown_purpose', 'unsupported_hindsight_value']})
+    errors={400: ['unknown_recipe', 'unknown_purpose', 'unsupported_hindsight_value'],
+            503: ['overloaded']})
 def recall_post(bank_id: str):
     """Recall (Hindsight's route): RCLL's fields plus Hindsight's, mapped by
     :func:`api.hindsight.recall_body`; results carry Hindsight's ``type`` and
@@ -59,7 +60,8 @@ def recall_post(bank_id: str):
 
 @bp.get("/banks/<bank_id>/recall")
 @requires("read")
-@doc({200: T.RecallAnswer}, query=C.RecallGetQuery, errors={400: ['unknown_recipe', 'unknown_purpose']})
+@doc({200: T.RecallAnswer}, query=C.RecallGetQuery,
+     errors={400: ['unknown_recipe', 'unknown_purpose'], 503: ['overloaded']})
 def recall_get(bank_id: str):
     """RCLL's recall as a GET: the query and its options as strict query parameters
     (docs/reference/http-conventions.md)."""

@@ -26,13 +26,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass, replace
 
 from rcll.access.principal import Principal
 from rcll.cascade.hot import is_complete_reask
 from rcll.cascade.policy import Plan, plan
 from rcll.config import Settings
-from rcll.db import is_transient
+from rcll.db import is_transient, read_only
 from rcll.errors import BankNotFound
 from rcll.search.budget import cut_to_budget
 from rcll.search.models import RecallQuery, RecallResult
@@ -95,16 +96,28 @@ class Cascade:
     :func:`rcll.cascade.warm.warm_lookup`) or None."""
 
     def __init__(self, ctx: RecallContext, hot=None, after=None, warm="default",
-                 settings: CascadeSettings | None = None):
+                 settings: CascadeSettings | None = None, route=None, gate=None):
         if warm == "default":
             from rcll.cascade.warm import warm_lookup
             warm = warm_lookup
         self.ctx, self.hot, self.after, self.warm = ctx, hot, after, warm
+        self.route = route  # bank id -> the pool this recall reads (a replica or ctx.pool)
+        self.gate = gate  # rcll.admission.Gate: backpressure, or None
         self.settings = settings or CascadeSettings()
         self.redis_breaker = _Breaker(self.settings.redis_retry_s)
 
     def recall(self, bank_id: str, q: RecallQuery,
                principal: Principal | None = None) -> RecallResult:
+        """:meth:`_recall` inside a slot of ``gate`` (backpressure, :mod:`rcll.admission`):
+        past saturation it raises :class:`~rcll.errors.Overloaded` (503) after the gate's
+        bounded wait instead of queueing."""
+        if self.gate is None:
+            return self._recall(bank_id, q, principal)
+        with self.gate.slot("recall"):
+            return self._recall(bank_id, q, principal)
+
+    def _recall(self, bank_id: str, q: RecallQuery,
+                principal: Principal | None = None) -> RecallResult:
         """Answer ``q`` against ``bank_id`` for ``principal`` through the tiers its plan
         allows. Every tier filters by the caller scope (:meth:`RecallContext.scope`:
         audience, purpose, hierarchy) inside its candidate query — tier 1 from the audience
@@ -119,25 +132,43 @@ class Cascade:
         read from PostgreSQL for this caller on every request, in the answering tier's
         transaction, never cached in tier 1.
 
+        With a read replica (``route``, :meth:`rcll.replica.ReplicaRouter.pool_for`) every
+        PostgreSQL read of this recall — tier 2, the hydration of tier-1/2 hits, tier 3 —
+        runs on the pool ``route(bank_id)`` chose: the replica only when it has replayed
+        the bank's last fenced write, so a forgotten unit is never served from tier 1 or
+        from a lagging replica.
+
         The result's ``tiers`` lists the tiers tried, the answering one last;
         ``tier_reason`` says why; ``timings_ms`` (with ``trace``, ms) holds ``tier_hot`` and
         ``tier_warm`` (the lookups), ``tier_hot_verify`` / ``tier_warm_verify`` (hydrating
         the hits through the caller scope in PostgreSQL, when they were enough to answer),
         ``tier_cold`` (the whole pipeline), ``tunnels`` and ``total``."""
         t0 = time.perf_counter()
-        scope = self.ctx.scope(bank_id, q, principal)
+        ctx = self.ctx
+        if self.route is not None:  # a read replica: the pool fresh enough for this bank
+            pool = self.route(bank_id)
+            if pool is not ctx.pool:
+                ctx = replace(ctx, pool=pool)
+        with _Reader(ctx.pool) as reader:
+            return self._tiers(ctx, reader, t0, bank_id, q, principal)
+
+    def _tiers(self, ctx: RecallContext, reader: _Reader, t0: float, bank_id: str,
+               q: RecallQuery, principal: Principal | None) -> RecallResult:
+        """The body of :meth:`_recall`: every PostgreSQL read of the recall (tier 2, the
+        hydration of tier-1/2 hits, tier 3) in ``reader``'s one READ ONLY transaction."""
+        scope = ctx.scope(bank_id, q, principal)
         p = plan(q)
         principal = principal or Principal.unrestricted()  # tunnels: whose banks
         timings: dict[str, float] = {}
         degraded: list[str] = []
         tried: list[str] = []
         if not p.tiers:
-            self._check_bank(bank_id)
+            self._check_bank(reader, bank_id)
             return self._result([], p, tried, degraded, timings, t0, q, mode="none")
 
         pq = None
         if "hot" in p.tiers or "warm" in p.tiers:
-            pq = prepare(self.ctx, q, needs_vector=True)
+            pq = prepare(ctx, q, needs_vector=True)
             timings["embed_query"] = _ms(t0)
             if pq.vector is None:
                 degraded.append(f"hot, warm: {pq.vector_error or 'no query vector'}")
@@ -149,7 +180,7 @@ class Cascade:
             if tier not in p.tiers or pq is None or pq.vector is None:
                 continue
             t = time.perf_counter()
-            hits = self._lookup(tier, scope, pq, p, degraded)
+            hits = self._lookup(ctx, reader, tier, scope, pq, p, degraded)
             timings[f"tier_{tier}"] = _ms(t)
             if hits is None:
                 continue
@@ -163,7 +194,7 @@ class Cascade:
                 continue  # not enough to answer: no need to ask PostgreSQL about them
             t = time.perf_counter()
             found = _TunnelLookup(scope, principal, p) if q.follow_tunnels else None
-            answer, stale, post_counts = self._answer(bank_id, scope, pq,
+            answer, stale, post_counts = self._answer(ctx, reader, bank_id, scope, pq,
                                                       hits if tier != last else None, pooled, p,
                                                       found)
             timings[f"tier_{tier}_verify"] = _ms(t)
@@ -174,10 +205,10 @@ class Cascade:
                 if tier != last:
                     continue
             if len(answer) >= self.settings.min_hits or tier == last:
-                results, used = cut_to_budget(answer, p.max_tokens, p.limit, self.ctx.tokens)
+                results, used = cut_to_budget(answer, p.max_tokens, p.limit, ctx.tokens)
                 promote = [r["id"] for r in results] if tier == "warm" else []
                 self._after(bank_id, results, pq, promote)  # the bank's own units only
-                results, used = self._merge_tunnels(found, p, results, used, post_counts,
+                results, used = self._merge_tunnels(ctx, found, p, results, used, post_counts,
                                                     degraded, timings)
                 # a hit PostgreSQL refused (stale: re-scoped, forgotten, an invalidation
                 # Redis missed) is not counted either: counts see only rows that passed
@@ -192,15 +223,16 @@ class Cascade:
         t = time.perf_counter()
         cold_q = q.model_copy(update={"limit": p.limit, "max_tokens": p.max_tokens})
         found = _TunnelLookup(scope, principal, p) if q.follow_tunnels else None
-        res = recall(self.ctx, bank_id, cold_q, embedded=pq, scope=scope, in_transaction=found)
+        res = recall(ctx, bank_id, cold_q, embedded=pq, scope=scope, in_transaction=found,
+                     conn=reader.conn())
         timings["tier_cold"] = _ms(t)
         tried.append("cold")
         top = [r["id"] for r in res.results[: self.settings.promote_top]]
         if p.cache:  # cues and promotions only from answers any re-ask may reuse
             self._after(bank_id, res.results, pq, top, query=q.query)
         results = [_compact(r) for r in res.results] if p.compact else res.results
-        results, used = self._merge_tunnels(found, p, results, res.tokens_used, counts_extra,
-                                            degraded, timings)
+        results, used = self._merge_tunnels(ctx, found, p, results, res.tokens_used,
+                                            counts_extra, degraded, timings)
         if res.timings_ms is not None:
             timings = {**res.timings_ms, **timings}
         timings["total"] = _ms(t0)
@@ -212,8 +244,8 @@ class Cascade:
                        timings_ms=timings if q.trace else None)
 
     # -- tunnels -----------------------------------------------------------------------------
-    def _merge_tunnels(self, found: _TunnelLookup | None, p: Plan, results: list[dict],
-                       used: int, counts: dict, degraded: list[str],
+    def _merge_tunnels(self, ctx: RecallContext, found: _TunnelLookup | None, p: Plan,
+                       results: list[dict], used: int, counts: dict, degraded: list[str],
                        timings: dict) -> tuple[list[dict], int]:
         """Insert, just below each of the top :data:`~rcll.search.tunnels.TOP_SOURCES`
         results, the units its tunnels reach that this caller may see (``found``, read in
@@ -249,12 +281,13 @@ class Cascade:
                 rendered["tunnel"] = h.tunnel_json()
                 merged.append(rendered)
         if seen:
-            results, used = cut_to_budget(merged, p.max_tokens, p.limit, self.ctx.tokens)
+            results, used = cut_to_budget(merged, p.max_tokens, p.limit, ctx.tokens)
         counts["tunnels_followed"] = sum(1 for r in results if "tunnel" in r)
         return results, used
 
     # -- tiers -------------------------------------------------------------------------------
-    def _lookup(self, tier: str, scope: CallerScope, pq, p: Plan, degraded: list[str]):
+    def _lookup(self, ctx: RecallContext, reader: _Reader, tier: str, scope: CallerScope, pq, p: Plan,
+                degraded: list[str]):
         """The tier's hits, or None when it cannot run (reason appended to ``degraded``)."""
         if tier == "hot":
             if self.hot is None:
@@ -276,20 +309,21 @@ class Cascade:
             return None
         from rcll.search.query_prep import prepare_query
         try:
-            with self.ctx.pool.connection() as conn, conn.transaction():
-                conn.execute("SET TRANSACTION READ ONLY")
-                prepare_query(conn, scope, pq, time_window=False, entities=True)
-                return self.warm(conn, scope, pq, threshold=self.settings.warm_threshold,
-                                 limit=max(p.limit, self.settings.min_hits))
+            conn = reader.conn()
+            prepare_query(conn, scope, pq, time_window=False, entities=True)
+            return self.warm(conn, scope, pq, threshold=self.settings.warm_threshold,
+                             limit=max(p.limit, self.settings.min_hits))
         except Exception as exc:
             if is_transient(exc):  # the database is away: the cold tier could not answer
                 raise              # either, and waiting for it again would double the 503's wait
+            reader.reset()  # the failed statement aborted the transaction: the next tier
+            # reads in a new one
             log.warning("warm tier failed: %s", exc)
             degraded.append(f"warm: {type(exc).__name__}")
             return None
 
-    def _answer(self, bank_id: str, scope: CallerScope, pq, hits, pooled: dict,
-                p: Plan, tunnels: _TunnelLookup | None = None
+    def _answer(self, ctx: RecallContext, reader: _Reader, bank_id: str, scope: CallerScope, pq, hits,
+                pooled: dict, p: Plan, tunnels: _TunnelLookup | None = None
                 ) -> tuple[list[dict], list[str], dict]:
         """Hydrate ``hits`` (or, for the last tier, every hit pooled so far) through the
         caller scope, best similarity first, then run the post-processing every recipe runs
@@ -303,8 +337,7 @@ class Cascade:
             chosen = sorted(pooled.items(), key=lambda kv: -kv[1][0])
         ids = [uid for uid, _ in chosen]
         where, params = scope.where("u")
-        with self.ctx.pool.connection() as conn, conn.transaction():
-            conn.execute("SET TRANSACTION READ ONLY")
+        with nullcontext(reader.conn()) as conn:
             if conn.execute("SELECT 1 FROM memory_banks WHERE id = %s",
                             (bank_id,)).fetchone() is None:
                 raise BankNotFound(f"bank {bank_id!r} does not exist", {"bank_id": bank_id})
@@ -317,8 +350,8 @@ class Cascade:
                     {**params, "ids": "{" + ",".join(ids) + "}"}).fetchall()}
             stale = [uid for uid in ids if uid not in rows]
             hit_of = {uid: v for uid, v in chosen if uid in rows}
-            recipe = RECIPES[self.ctx.default_recipe]
-            state = RecallState(conn=conn, ctx=self.ctx, scope=scope, pq=pq, recipe=recipe)
+            recipe = RECIPES[ctx.default_recipe]
+            state = RecallState(conn=conn, ctx=ctx, scope=scope, pq=pq, recipe=recipe)
             state.rows.update(rows)
             state.ranked = [(uid, float(v[0])) for uid, v in hit_of.items()]
             run_steps(state, steps=POST)
@@ -367,8 +400,8 @@ class Cascade:
         except Exception as exc:  # never fail a recall for bookkeeping
             log.warning("after-recall submit failed: %s", exc)
 
-    def _check_bank(self, bank_id: str) -> None:
-        with self.ctx.pool.connection() as conn:
+    def _check_bank(self, reader: _Reader, bank_id: str) -> None:
+        with nullcontext(reader.conn()) as conn:
             if conn.execute("SELECT 1 FROM memory_banks WHERE id = %s",
                             (bank_id,)).fetchone() is None:
                 raise BankNotFound(f"bank {bank_id!r} does not exist", {"bank_id": bank_id})
@@ -384,6 +417,35 @@ class Cascade:
                             reranked=False, tokens_used=used, counts=counts, degraded=degraded,
                             timings_ms=timings if q.trace else None, recipe=None,
                             tiers=tried, tier_reason=p.reason)
+
+
+class _Reader:
+    """One READ ONLY transaction for a whole recall (:func:`rcll.db.read_only`), begun on
+    first use: tier 2, the hydration of tier-1/2 hits and tier 3 share one pooled
+    connection, one ``BEGIN READ ONLY`` and one ``COMMIT`` (a recall tier 1 cannot answer
+    makes one checkout instead of three). :meth:`reset` rolls back a transaction a failed
+    statement aborted; the next :meth:`conn` begins a new one."""
+
+    def __init__(self, pool):
+        self.pool, self._stack, self._conn = pool, ExitStack(), None
+
+    def conn(self):
+        if self._conn is None:
+            self._conn = self._stack.enter_context(read_only(self.pool))
+        return self._conn
+
+    def reset(self) -> None:
+        if self._conn is not None:
+            self._conn = None
+            self._stack.__exit__(RuntimeError, RuntimeError("reset"), None)
+            self._stack = ExitStack()
+
+    def __enter__(self) -> _Reader:
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        self._conn = None
+        return self._stack.__exit__(*exc)
 
 
 class _TunnelLookup:

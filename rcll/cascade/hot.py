@@ -306,6 +306,9 @@ class HotTier:
         self._bump = self.r.register_script(_BUMP)
         self._lock = threading.Lock()
         self._cache: OrderedDict[str, _BankCache] = OrderedDict()
+        # rcll.replica.ReplicaRouter when a read replica is configured: the invalidation
+        # points (rcll.cascade.invalidation) fence it after each commit
+        self.replica = None
 
     # --- keys -------------------------------------------------------------------------------
     def key(self, bank_id: str, name: str) -> str:

@@ -6,6 +6,11 @@ re-scope (room, hall or layer changed by a new document version) or delete units
 delete a bank, call these functions right after their transaction commits. Best effort:
 Redis being down must never fail a write, so errors are logged and counted, not raised
 (the cascade's hydration through the caller scope in PostgreSQL is the second guard).
+
+The same points fence a read replica when one is configured (``hot.replica``, a
+:class:`rcll.replica.ReplicaRouter`): a removal (:func:`units_left`, :func:`bank_dropped`)
+raises the bank's and the deployment's watermark, new units (:func:`bank_written`) the
+bank's, so no read after the write runs on a replica that has not replayed it.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ def units_left(hot: HotTier | None, bank_id: str, unit_ids: Iterable[str]) -> in
     ids = [str(u) for u in unit_ids]
     if hot is None or not ids:
         return 0
+    _fence(hot, bank_id, removal=True)
     try:
         return hot.invalidate(bank_id, ids)
     except Exception as exc:  # redis.RedisError and anything else: never fail the write
@@ -44,6 +50,7 @@ def bank_dropped(hot: HotTier | None, bank_id: str) -> bool:
     False when Redis failed (logged) or ``hot`` is ``None``."""
     if hot is None:
         return False
+    _fence(hot, bank_id, removal=True)
     try:
         hot.drop_bank(bank_id)
         return True
@@ -61,6 +68,7 @@ def bank_written(hot: HotTier | None, bank_id: str) -> int:
     ``None``."""
     if hot is None:
         return 0
+    _fence(hot, bank_id, removal=False)
     try:
         return hot.forget_cues(bank_id)
     except Exception as exc:
@@ -68,3 +76,10 @@ def bank_written(hot: HotTier | None, bank_id: str) -> int:
         log.warning("tier 1: could not forget the cues of bank %s: %s: %s", bank_id,
                     type(exc).__name__, exc)
         return 0
+
+
+def _fence(hot, bank_id: str, removal: bool) -> None:
+    """Fence the read replica of ``hot`` (:func:`rcll.replica.fence`; never raises)."""
+    from rcll import replica
+
+    replica.fence(getattr(hot, "replica", None), [bank_id], removal)

@@ -29,4 +29,6 @@ def build_cascade(svc, settings: CascadeSettings | None = None,
         after = AfterRecall(hot, svc.read_pool, svc.settings.embedder_model,
                             enabled=svc.settings.activation)
     return Cascade(svc.recall_context(), hot, after if svc.settings.activation else None,
-                   settings=settings or cascade_settings(svc.settings))
+                   settings=settings or cascade_settings(svc.settings),
+                   route=svc.recall_pool if svc.replica is not None else None,
+                   gate=svc.recall_gate)

@@ -148,3 +148,37 @@ def stop(settings: Settings, log=print) -> None:
         if not is_running(settings):
             return
         time.sleep(0.1)
+
+
+def start_standby(primary: Settings, standby: Settings, log=print) -> None:
+    """Make ``standby``'s data folder a streaming replica (hot standby) of the server of
+    ``primary`` and start it on ``standby.pg_port``: ``pg_basebackup -R`` (a base backup
+    streaming its WAL, ``standby.signal`` and ``primary_conninfo`` written) as the server
+    user, then ``pg_ctl start``. The primary needs ``wal_level`` replica (the default) and
+    a ``replication`` line in pg_hba.conf (initdb's trust lines hold one for 127.0.0.1).
+    A data folder that exists is reused. Raises ``subprocess.CalledProcessError`` with
+    the tools' output."""
+    pgdata = data_dir(standby)
+    logfile = (standby.run_dir / "postgres.log").resolve()
+    standby.run_dir.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() == 0:
+        _ensure_os_user(standby.pg_os_user)
+    if not (pgdata / "PG_VERSION").exists():
+        log(f"pg_basebackup {pgdata}")
+        pgdata.mkdir(parents=True, exist_ok=True)
+        if os.geteuid() == 0:
+            shutil.chown(pgdata, standby.pg_os_user)
+        os.chmod(pgdata, 0o700)
+        _as_server_user([_bin("pg_basebackup"), "-D", str(pgdata), "-h", "127.0.0.1",
+                         "-p", str(primary.pg_port), "-U", "postgres", "-X", "stream",
+                         "-c", "fast", "-R"], standby)
+    if not logfile.exists():
+        logfile.touch()
+    if os.geteuid() == 0:
+        shutil.chown(logfile, standby.pg_os_user)
+    log(f"starting standby on 127.0.0.1:{standby.pg_port}")
+    opts = (f"-c listen_addresses=127.0.0.1 -c port={standby.pg_port} "
+            "-c unix_socket_directories='' -c max_connections=200 -c hot_standby=on "
+            "-c hot_standby_feedback=on")
+    _as_server_user([_bin("pg_ctl"), "-D", str(pgdata), "-l", str(logfile), "-o", opts,
+                     "-w", "-t", "60", "start"], standby)

@@ -44,6 +44,11 @@ class LifecycleContext:
     def read_pool(self) -> ConnectionPool:
         return self._services.read_pool
 
+    def recall_pool(self, bank_id: str) -> ConnectionPool:
+        """The pool ``read`` of ``bank_id`` runs on: the read replica when it has replayed
+        the bank's last write, else the read pool (:meth:`Services.recall_pool`)."""
+        return self._services.recall_pool(bank_id)
+
     @property
     def embedder(self) -> EmbedderHandle:
         return self._services.embedder

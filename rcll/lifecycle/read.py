@@ -26,7 +26,8 @@ def read(ctx: LifecycleContext, principal: Principal, bank_id: str, unit_id: str
     unrestricted principal (auth off) sees every purpose (:mod:`rcll.access.visibility`).
     Raises 403 ``forbidden`` (no read role), 400 ``invalid_unit_id``, 404 ``bank_not_found``,
     404 ``unit_not_found`` (missing, in another bank, or invisible to the caller: one answer).
-    Runs in a READ ONLY transaction on the read pool; writes nothing.
+    Runs in a READ ONLY transaction on the read pool — or the read replica when it has
+    replayed the bank's last write (:mod:`rcll.replica`); writes nothing.
     """
     principal.require(bank_id, "read")
     uid = rules.unit_id(unit_id)
@@ -36,7 +37,7 @@ def read(ctx: LifecycleContext, principal: Principal, bank_id: str, unit_id: str
         raise Rejected(403, "purpose_not_granted",
                        f"purpose {purpose!r} is not granted to this key on bank {bank_id!r}",
                        {"purpose": purpose, "granted": list(principal.purposes(bank_id))})
-    with read_only(ctx.read_pool) as conn:
+    with read_only(ctx.recall_pool(bank_id)) as conn:
         banks.get(conn, bank_id)
         row = conn.execute("SELECT audience, purposes FROM memory_units WHERE id = %s "
                            "AND bank_id = %s", (uid, bank_id)).fetchone()

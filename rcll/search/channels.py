@@ -37,6 +37,7 @@ class PreparedQuery:
     time_window: tuple[datetime, datetime] | None = None
     time_expression: str | None = None
     entities: list[dict] = field(default_factory=list)
+    entities_ready: bool = False  # entities matched already (the cascade's tier 2)
 
     def describe(self) -> dict:
         """What query preparation found, for ``trace``: ``{"reference_time", "time_window":

@@ -116,7 +116,8 @@ def prepare_query(conn: Connection, scope: CallerScope, pq: PreparedQuery, *,
     """Fill ``pq.reference_time`` (the request's ``query_timestamp`` or now, UTC); with
     ``time_window``, ``pq.time_window`` (``(start, end)`` UTC datetimes, half-open) and
     ``pq.time_expression`` (the matched text) when the query names a time; with
-    ``entities``, ``pq.entities`` = ``[{"id", "name", "matched"}]`` (one read query).
+    ``entities``, ``pq.entities`` = ``[{"id", "name", "matched"}]`` (one read query; none
+    when ``pq.entities_ready``: an earlier tier of the same recall matched them).
     Raises only database errors."""
     ref = pq.request.query_timestamp or datetime.now(UTC)
     pq.reference_time = ref if ref.tzinfo else ref.replace(tzinfo=UTC)
@@ -124,8 +125,9 @@ def prepare_query(conn: Connection, scope: CallerScope, pq: PreparedQuery, *,
         found = resolve_time(pq.text, pq.reference_time)
         if found is not None:
             pq.time_window, pq.time_expression = found[0], found[1]
-    if entities:
+    if entities and not pq.entities_ready:  # matched once per recall, for every tier
         pq.entities = match_entities(conn, scope.bank_id, pq.text, scope)
+        pq.entities_ready = True
 
 
 # ---- time ------------------------------------------------------------------------------

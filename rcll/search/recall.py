@@ -9,18 +9,20 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 from psycopg import Connection
 from psycopg_pool import ConnectionPool
 
 from rcll.access.principal import DEFAULT_PURPOSES, Principal
+from rcll.db import read_only
 from rcll.errors import BankNotFound
 from rcll.models.embedder import EmbedderHandle
 from rcll.models.tokenizer import TokenCounter
 from rcll.search.budget import cut_to_budget
 from rcll.search.channels import CHANNELS, Channel, ChannelOutput, PreparedQuery
-from rcll.search.documents import bank_kind
+from rcll.search.documents import KIND_TTL_S, bank_kind
 from rcll.search.fusion import rrf
 from rcll.search.models import RecallQuery, RecallResult
 from rcll.search.query_cache import QueryVectorCache
@@ -57,15 +59,24 @@ class RecallContext:
     # bank id → (monotonic time, bank_kind answer): the per-bank recipe rule's cache
     bank_kinds: dict = field(default_factory=dict)
 
-    def recipe_for(self, bank_id: str, named: str | None) -> tuple[str, dict | None]:
+    def recipe_for(self, bank_id: str, named: str | None,
+                   conn: Connection | None = None) -> tuple[str, dict | None]:
         """The recipe a recall runs: the one it names, else the one for the bank's kind
         (:data:`rcll.search.recipes.RECIPE_BY_KIND`; a conversation bank gets
         ``default_recipe``), with the :func:`~rcll.search.documents.bank_kind` answer that
-        chose it (None when the request named one)."""
+        chose it (None when the request named one). ``conn``: read the bank's kind on it
+        (a caller's open transaction) instead of a connection of its own; a kind cached in
+        ``bank_kinds`` needs neither."""
         if named:
             return named, None
-        with self.pool.connection() as conn:
+        hit = self.bank_kinds.get(bank_id)
+        if conn is not None:
             kind = bank_kind(conn, bank_id, self.bank_kinds)
+        elif hit is not None and time.monotonic() - hit[0] < KIND_TTL_S:
+            kind = hit[1]  # cached: no connection, no round trip
+        else:
+            with self.pool.connection() as c:
+                kind = bank_kind(c, bank_id, self.bank_kinds)
         return RECIPE_BY_KIND.get(kind["kind"]) or self.default_recipe, kind
 
     def scope(self, bank_id: str, q: RecallQuery, principal: Principal | None) -> CallerScope:
@@ -104,8 +115,8 @@ def recall(ctx: RecallContext, bank_id: str, q: RecallQuery,
            channels: dict[str, Channel] = CHANNELS,
            embedded: PreparedQuery | None = None,
            scope: CallerScope | None = None,
-           in_transaction: Callable[[Connection, list[str]], None] | None = None
-           ) -> RecallResult:
+           in_transaction: Callable[[Connection, list[str]], None] | None = None,
+           conn: Connection | None = None) -> RecallResult:
     """Answer ``q`` against ``bank_id`` with the recipe it names (else ``ctx.default_recipe``).
     Raises :class:`BankNotFound`.
 
@@ -122,11 +133,13 @@ def recall(ctx: RecallContext, bank_id: str, q: RecallQuery,
     ``in_transaction(conn, ranked_ids)``: called inside
     the read-only transaction after hydration with the ranked ids (best first, before the
     budget cut), so a caller's extra read (the tunnels, :mod:`rcll.search.tunnels`) costs no
-    connection of its own; it must not raise.
+    connection of its own; it must not raise. ``conn``: run in the caller's open READ ONLY
+    transaction on it (the cascade's one transaction per recall) instead of a connection
+    and transaction of its own.
     """
     t0 = time.perf_counter()
     timings: dict[str, float] = {}
-    name, kind = ctx.recipe_for(bank_id, q.recipe_name)
+    name, kind = ctx.recipe_for(bank_id, q.recipe_name, conn)
     recipe = recipes[name]
     if scope is None:
         scope = ctx.scope(bank_id, q, None)
@@ -134,49 +147,50 @@ def recall(ctx: RecallContext, bank_id: str, q: RecallQuery,
     needs_vector = any(channels[n].needs_vector for n in (*wanted, *recipe.fallback))
     if embedded is not None and embedded.vector is not None:
         # the caller (the cascade's tiers 1–2) embedded this query already
-        pq = PreparedQuery(q, vector=embedded.vector, model=embedded.model)
+        pq = PreparedQuery(q, vector=embedded.vector, model=embedded.model,
+                           entities=list(embedded.entities),
+                           entities_ready=embedded.entities_ready)
     else:
         pq = prepare(ctx, q, needs_vector)
     if needs_vector:
         timings["embed_query"] = _ms(t0)
 
-    with ctx.pool.connection() as conn:
-        with conn.transaction():
-            conn.execute("SET TRANSACTION READ ONLY")
-            if conn.execute("SELECT 1 FROM memory_banks WHERE id = %s", (bank_id,)).fetchone() is None:
-                raise BankNotFound(f"bank {bank_id!r} does not exist", {"bank_id": bank_id})
-            state = RecallState(conn=conn, ctx=ctx, scope=scope, pq=pq, recipe=recipe,
-                                timings=timings)
-            t = time.perf_counter()
-            prepare_query(conn, scope, pq, time_window="temporal" in wanted,
-                          entities="graph" in wanted)
-            timings["prepare"] = _ms(t)
-            _run_channels(conn, ctx, scope, pq, [channels[n] for n in wanted], state.outputs,
-                          state.degraded, timings, recipe.params)
-            if not state.outputs and recipe.fallback:
-                _run_channels(conn, ctx, scope, pq, [channels[n] for n in recipe.fallback],
-                              state.outputs, state.degraded, timings, recipe.params)
-                if state.outputs:
-                    state.degraded.append(
-                        f"answered by fallback channels: {', '.join(state.outputs)}")
+    with nullcontext(conn) if conn is not None else read_only(ctx.pool) as conn:
+        if conn.execute("SELECT 1 FROM memory_banks WHERE id = %s",
+                        (bank_id,)).fetchone() is None:
+            raise BankNotFound(f"bank {bank_id!r} does not exist", {"bank_id": bank_id})
+        state = RecallState(conn=conn, ctx=ctx, scope=scope, pq=pq, recipe=recipe,
+                            timings=timings)
+        t = time.perf_counter()
+        prepare_query(conn, scope, pq, time_window="temporal" in wanted,
+                      entities="graph" in wanted)
+        timings["prepare"] = _ms(t)
+        _run_channels(conn, ctx, scope, pq, [channels[n] for n in wanted], state.outputs,
+                      state.degraded, timings, recipe.params)
+        if not state.outputs and recipe.fallback:
+            _run_channels(conn, ctx, scope, pq, [channels[n] for n in recipe.fallback],
+                          state.outputs, state.degraded, timings, recipe.params)
+            if state.outputs:
+                state.degraded.append(
+                    f"answered by fallback channels: {', '.join(state.outputs)}")
 
-            t = time.perf_counter()
-            ranked = {name: out.candidates for name, out in state.outputs.items()}
-            ranked.update({f"{name}_{key}": cands for name, out in state.outputs.items()
-                           for key, cands in out.extra.items()})
-            state.ranked = rrf(ranked, k=ctx.rrf_k, weights=recipe.weights)
-            n_fused = len(state.ranked)
-            for uid, score in state.ranked:
-                state.note(uid, "rrf", score)
-            timings["fuse"] = _ms(t)
-            run_steps(state)
-            t = time.perf_counter()
-            top = state.ranked[: state.pool_size()]
-            rows = state.hydrate([uid for uid, _ in top])
-            for uid, ents in _entities(conn, [uid for uid, _ in top if uid in rows]).items():
-                rows[uid]["entities"] = ents
-            if in_transaction is not None:
-                in_transaction(conn, [uid for uid, _ in top if uid in rows])
+        t = time.perf_counter()
+        ranked = {name: out.candidates for name, out in state.outputs.items()}
+        ranked.update({f"{name}_{key}": cands for name, out in state.outputs.items()
+                       for key, cands in out.extra.items()})
+        state.ranked = rrf(ranked, k=ctx.rrf_k, weights=recipe.weights)
+        n_fused = len(state.ranked)
+        for uid, score in state.ranked:
+            state.note(uid, "rrf", score)
+        timings["fuse"] = _ms(t)
+        run_steps(state)
+        t = time.perf_counter()
+        top = state.ranked[: state.pool_size()]
+        rows = state.hydrate([uid for uid, _ in top])
+        for uid, ents in _entities(conn, [uid for uid, _ in top if uid in rows]).items():
+            rows[uid]["entities"] = ents
+        if in_transaction is not None:
+            in_transaction(conn, [uid for uid, _ in top if uid in rows])
         timings["hydrate"] = _ms(t)
 
     ranks = {name: {c.unit_id: c for c in cands} for name, cands in ranked.items()}

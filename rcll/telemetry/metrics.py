@@ -102,6 +102,11 @@ LLM_SECONDS = Histogram(
     buckets=LATENCY_BUCKETS)
 
 
+OVERLOADED = Counter(
+    "rcll_overloaded_total", "Requests refused 503 overloaded after their bounded wait for a "
+    "slot (rcll.admission).", ["what"])
+
+
 # -- observation helpers ---------------------------------------------------------------------
 def observe_recall_pipeline(timings_ms: dict[str, float], candidates: dict[str, int]) -> None:
     """Record one cold-pipeline run (:func:`rcll.search.recall.recall`): ``timings_ms`` maps a
@@ -125,6 +130,11 @@ def observe_recall(timings_ms: dict[str, float], tiers: list[str], tokens: int,
         RECALL_SECONDS.labels(tiers[-1] if tiers else "none").observe(timings_ms["total"] / 1000.0)
     RECALL_TOKENS.observe(tokens)
     RECALL_RESULTS.observe(results)
+
+
+def observe_overloaded(what: str) -> None:
+    """Count one request refused past saturation (:class:`rcll.admission.Gate`)."""
+    OVERLOADED.labels(what).inc()
 
 
 def stage_done(stage: str, counts: dict, items: int | None) -> None:
