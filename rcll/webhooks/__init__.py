@@ -1,0 +1,1 @@
+"""Webhooks: signed HTTP deliveries of job events (:mod:`rcll.webhooks.service`)."""
