@@ -15,6 +15,7 @@ from api.routes import context as context_routes
 from api.routes import entities as entity_routes
 from api.routes import files as file_routes
 from api.routes import hindsight as hindsight_routes
+from api.routes import transfer as transfer_routes
 from api.routes import tunnels as tunnel_routes
 from api.routes import units as unit_routes
 from rcll.access import deployment
@@ -55,6 +56,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     app.extensions["rcll_enqueue"] = enqueue or celery_enqueuer(svc.settings)
     app.extensions["rcll_retain"] = svc.retain_service(app.extensions["rcll_enqueue"])
     app.extensions["rcll_consolidate"] = svc.consolidate_service(app.extensions["rcll_enqueue"])
+    app.extensions["rcll_transfer"] = svc.transfer_service(app.extensions["rcll_enqueue"])
     api_metrics.register(app)  # before auth: times every request, refused ones too
     auth.register(app)  # first: nothing runs for a caller it refuses
     errors.register(app)
@@ -67,6 +69,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     app.register_blueprint(tunnel_routes.bp)
     app.register_blueprint(hindsight_routes.bp)
     app.register_blueprint(file_routes.bp)
+    app.register_blueprint(transfer_routes.bp)  # bank export and import (issue 25 item 3)
     app.register_blueprint(openapi.bp)  # /openapi.json and /docs (README "OpenAPI")
     web.register(app)  # /, /ui/... : the web screens (README "Web screens")
     # Load the embedder, then the reranker (checking its scoring head), in the background so
