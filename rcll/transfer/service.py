@@ -61,11 +61,15 @@ def invalid_export(err: fmt.ExportLineError) -> Rejected:
 
 
 def open_lines(raw: IO[bytes]) -> Iterator[bytes]:
-    """Lines of an export read from ``raw`` (plain or gzip, told by its first two bytes)."""
+    """Lines of an export read from ``raw`` (plain or gzip, told by its first two bytes).
+    A raw stream (a request body) is read through a 1 MiB buffer: its own line iterator
+    reads a few bytes per call."""
+    import io
+
+    if isinstance(raw, io.RawIOBase):
+        raw = io.BufferedReader(raw, 1 << 20)
     head = raw.read(2)
     if head == GZIP_MAGIC:
-        import io
-
         stream = gzip.GzipFile(fileobj=_Prefixed(head, raw))
         yield from io.BufferedReader(stream)
         return
