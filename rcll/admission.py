@@ -6,7 +6,7 @@ behind every request already in flight.
 
 The limit is per process (``RCLL_RECALL_MAX_IN_FLIGHT``, each gunicorn worker has its own);
 the wait is ``RCLL_RECALL_QUEUE_WAIT_MS``. The figures that chose the defaults are in
-docs/decisions/recall-under-load.md.
+docs/decisions/0021-recall-under-load.md.
 """
 
 from __future__ import annotations
