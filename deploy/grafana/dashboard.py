@@ -34,6 +34,8 @@ ROWS: list[tuple[str, list[tuple[str, str, list[tuple[str, str]]]]]] = [
             (Q.format(q=0.95, by=", tier", m="rcll_recall_duration_seconds"), "p95 {{tier}}")]),
         ("Recalls per second by answering tier", "ops", [
             ("sum by (tier) (rate(rcll_recall_duration_seconds_count[5m]))", "{{tier}}")]),
+        ("Refused 503 overloaded per second", "reqps", [
+            ("sum by (what) (rate(rcll_overloaded_total[5m]))", "{{what}}")]),
         ("Time per tier (mean)", "s", [
             ("sum by (tier) (rate(rcll_recall_tier_duration_seconds_sum[5m])) / "
              "sum by (tier) (rate(rcll_recall_tier_duration_seconds_count[5m]))", "{{tier}}")]),

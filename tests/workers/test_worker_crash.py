@@ -51,4 +51,5 @@ def test_killed_worker_does_not_duplicate(client, worker, services, settings):
     assert dupes == 0
     # the killed job really ran twice: its first run died holding the lease, another finished
     assert finals[0]["lease_expiries"] == 1 and finals[0]["attempts"] >= 2
-    assert finals[1]["lease_expiries"] == 0
+    # one pool process per core: the second job was killed too when it was already running
+    assert finals[1]["lease_expiries"] == (1 if states[1] == "running" else 0)
