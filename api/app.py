@@ -16,7 +16,6 @@ from api.routes import entities as entity_routes
 from api.routes import files as file_routes
 from api.routes import hindsight as hindsight_routes
 from api.routes import hindsight_families
-from api.routes import transfer as transfer_routes
 from api.routes import tunnels as tunnel_routes
 from api.routes import units as unit_routes
 from rcll.access import deployment
@@ -57,7 +56,6 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     app.extensions["rcll_enqueue"] = enqueue or celery_enqueuer(svc.settings)
     app.extensions["rcll_retain"] = svc.retain_service(app.extensions["rcll_enqueue"])
     app.extensions["rcll_consolidate"] = svc.consolidate_service(app.extensions["rcll_enqueue"])
-    app.extensions["rcll_transfer"] = svc.transfer_service(app.extensions["rcll_enqueue"])
     api_metrics.register(app)  # before auth: times every request, refused ones too
     auth.register(app)  # first: nothing runs for a caller it refuses
     errors.register(app)
@@ -71,7 +69,6 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     app.register_blueprint(hindsight_routes.bp)
     app.register_blueprint(hindsight_families.bp)  # issue 25 item 2
     app.register_blueprint(file_routes.bp)
-    app.register_blueprint(transfer_routes.bp)  # bank export and import (issue 25 item 3)
     # /openapi.json and /docs (docs/reference/http-conventions.md "OpenAPI")
     app.register_blueprint(openapi.bp)
     web.register(app)  # /, /ui/... : the web screens (docs/reference/web-screens.md)

@@ -288,13 +288,6 @@ class Services:
 
         return ConsolidateService(self, enqueue)
 
-    def transfer_service(self, enqueue: Callable[[str, str], None]):
-        """Bank export and import (:class:`rcll.transfer.service.TransferService`) over this
-        process's pools, sending import and export jobs with ``enqueue``."""
-        from rcll.transfer.service import TransferService
-
-        return TransferService(self, enqueue)
-
     def recall_context(self) -> RecallContext:
         s = self.settings
         return RecallContext(pool=self.read_pool, embedder=self.embedder, tokens=self.tokens,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json as _json
 import time
 from collections.abc import Callable, Iterable
-from typing import Any, BinaryIO, Self
+from typing import Any, Self
 from urllib.parse import quote
 
 import httpx
@@ -356,50 +356,6 @@ class RCLLClient:
         return self._request("POST", f"{self._bank(bank_id)}/memories/recall", json=body).json()
 
     # -- banks and jobs -----------------------------------------------------------------
-
-    # -- bank export and import ---------------------------------------------------------
-    @route("GET", "/banks/{bank_id}/export")
-    def export_bank(self, bank_id: str, out: BinaryIO, *, vectors: bool = True,
-                    grants: bool = False, gzip: bool = False) -> int:
-        """Stream the bank's ``rcll-bank`` export (:mod:`rcll.transfer.format`) into the
-        binary file ``out`` as it arrives (nothing held in memory). Returns the bytes
-        written. GET ``/banks/{bank_id}/export?vectors=&grants=&gzip=``."""
-        params = {"vectors": str(vectors).lower(), "grants": str(grants).lower(),
-                  "gzip": str(gzip).lower()}
-        written = 0
-        with self._http.stream("GET", f"/banks/{_seg(bank_id)}/export", params=params,
-                               timeout=None) as response:
-            if not response.is_success:
-                response.read()
-                raise _error_from(response)
-            for block in response.iter_raw():
-                out.write(block)
-                written += len(block)
-        return written
-
-    @route("POST", "/banks/{bank_id}/import")
-    def import_bank(self, bank_id: str, data: BinaryIO, *, ids: str = "auto",
-                    grants: bool = True) -> dict:
-        """Upload an export (plain or gzip; a binary file, streamed) into ``bank_id`` (new
-        or empty) → ``{operation_id, status, operation}`` of the import job; follow it with
-        :meth:`wait`. POST ``/banks/{bank_id}/import?ids=&grants=``."""
-        def blocks():
-            while True:
-                block = data.read(1 << 20)
-                if not block:
-                    return
-                yield block
-
-        headers = {"Content-Type": "application/x-ndjson"}
-        try:  # a file's size is known: send it (a WSGI server may drop a chunked body)
-            import os
-
-            headers["Content-Length"] = str(os.fstat(data.fileno()).st_size - data.tell())
-        except (AttributeError, OSError, ValueError):
-            pass
-        return self._request("POST", f"/banks/{_seg(bank_id)}/import",
-                             params={"ids": ids, "grants": str(grants).lower()},
-                             content=blocks(), timeout=None, headers=headers).json()
     @route("DELETE", BANK)
     def delete_bank(self, bank_id: str) -> DeletedBank | None:
         """Delete a bank and everything in it → ``{success, bank_id, message}``; a missing

@@ -26,12 +26,6 @@ class Settings(BaseSettings):
 
     # --- processes and stores -------------------------------------------------------------
     state_dir: Path = Field(Path(".rcll"), description="PID files, logs and the dev database.")
-    transfer_dir: Path | None = Field(
-        None, description="RCLL_TRANSFER_DIR: where bank imports are spooled and export jobs "
-        "write their files; the API and the workers must share it. Default <state_dir>/transfer.")
-    max_import_bytes: int = Field(
-        64 * 1024**3, ge=1, description="RCLL_MAX_IMPORT_BYTES: the largest bank import upload "
-        "(bytes, as sent: gzip counts compressed).")
     pg_port: int = Field(54329, description="Port of the dev stack's embedded PostgreSQL.")
     pg_os_user: str = Field("rcll-pg", description="Unprivileged OS user for the dev server under root.")
     database_url: str | None = Field(None, description="Defaults to the dev server on pg_port.")
@@ -354,11 +348,6 @@ class Settings(BaseSettings):
     @property
     def run_dir(self) -> Path:
         return self.state_dir / "run"
-
-    @property
-    def transfer_path(self) -> Path:
-        """:attr:`transfer_dir`, or ``<state_dir>/transfer``, absolute."""
-        return (self.transfer_dir or self.state_dir / "transfer").resolve()
 
 
 @lru_cache(maxsize=1)

@@ -25,7 +25,6 @@ from workers.queues import (
     DEDUP_SCAN_TASK,
     DEDUP_SWEEP_TASK,
     HEBBIAN_DECAY_TASK,
-    ROUTES,
     SWEEP_TASK,
     VECTOR_INDEX_TASK,
     WEBHOOK_DELIVER_TASK,
@@ -195,28 +194,6 @@ def convert_task(self, job_id: str) -> None:
     if converted:  # if this send is lost, the sweep re-sends the job at chunk
         nxt = stages.first()
         app.send_task(nxt.task_name, args=[job_id], queue=nxt.queue)
-
-
-def _transfer_step(task, stage_name: str, job_id: str) -> None:
-    """An ``import`` or ``export`` job (queue ``maintenance``) under the job's lease
-    (:class:`rcll.transfer.service.TransferService`); it ends the job itself."""
-    svc = services()
-    transfer = svc.transfer_service(lambda name, jid: app.send_task(
-        name, args=[jid], queue=ROUTES[name]["queue"]))
-    run = transfer.run_import if stage_name == "import" else transfer.run_export
-    _run_job_step(task, dataclasses.replace(stages.JOB_STEPS[stage_name], run=run), job_id)
-
-
-@app.task(name="transfer.import", bind=True, max_retries=len(stages.RETRY_DELAYS_S))
-def import_task(self, job_id: str) -> None:
-    """A bank ``import`` job (:meth:`rcll.transfer.service.TransferService.run_import`)."""
-    _transfer_step(self, "import", job_id)
-
-
-@app.task(name="transfer.export", bind=True, max_retries=len(stages.RETRY_DELAYS_S))
-def export_task(self, job_id: str) -> None:
-    """A bank ``export`` job (:meth:`rcll.transfer.service.TransferService.run_export`)."""
-    _transfer_step(self, "export", job_id)
 
 
 @app.task(name=CLOSET_CHECK_TASK, ignore_result=True)

@@ -55,9 +55,6 @@ JOB_STEPS: dict[str, Stage] = {
     # a file job's first step: convert the file, then it goes on at ``chunk`` (rcll.files)
     file_stage.STAGE: Stage(file_stage.STAGE, "extract", file_stage.run_convert,
                             task=file_stage.TASK),
-    # bank import and export jobs (rcll.transfer.service); the worker binds their run
-    "import": Stage("import", "maintenance", lambda ctx, job_id: None, task="transfer.import"),
-    "export": Stage("export", "maintenance", lambda ctx, job_id: None, task="transfer.export"),
 }
 
 

@@ -1,4 +1,4 @@
-"""Bank aliases (migration 0025; Hindsight's ``/aliases``): extra ids that reach a bank.
+"""Bank aliases (migration 0040; Hindsight's ``/aliases``): extra ids that reach a bank.
 An alias is unique across the deployment and never names a bank."""
 
 from __future__ import annotations

@@ -317,7 +317,6 @@ def to_json(job: dict) -> dict:
     counts = job.get("counts") or {}
     out["items_count"] = int(counts.get("items", counts.get("items_total", 0)) or 0)
     out["error_message"] = job.get("error")
-    out["result_metadata"] = counts.get("result_metadata")  # an export job's file (Hindsight)
     if "state" in job:
         out["unit_progress"] = unit_progress(job)
     return json.loads(json.dumps(out, default=str))

@@ -1,4 +1,4 @@
-"""Webhooks of a bank and their delivery log (migration 0025; Hindsight's ``/webhooks``).
+"""Webhooks of a bank and their delivery log (migration 0040; Hindsight's ``/webhooks``).
 
 :func:`job_finished` is the outbox: :func:`rcll.store.jobs.finish` calls it in the
 transaction that ends a job, so an event is logged exactly when the job's end commits (a

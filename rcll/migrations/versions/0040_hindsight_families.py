@@ -8,14 +8,14 @@ names a bank and is unique across the deployment; deleting the bank drops its al
 in the transaction that ends the job (:func:`rcll.store.webhooks.job_finished`), sent by the
 ``webhooks.deliver`` Celery task (``pending`` → ``delivered`` | ``failed`` after its retries).
 
-Revision ID: 0025
-Revises: 0024
+Revision ID: 0040
+Revises: 0023
 """
 
 from alembic import op
 
-revision = "0025"
-down_revision = "0024"
+revision = "0040"
+down_revision = "0023"
 branch_labels = None
 depends_on = None
 
