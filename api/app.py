@@ -15,7 +15,6 @@ from api.routes import context as context_routes
 from api.routes import entities as entity_routes
 from api.routes import files as file_routes
 from api.routes import hindsight as hindsight_routes
-from api.routes import hindsight_families
 from api.routes import tunnels as tunnel_routes
 from api.routes import units as unit_routes
 from rcll.access import deployment
@@ -67,7 +66,6 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     app.register_blueprint(unit_routes.bp)
     app.register_blueprint(tunnel_routes.bp)
     app.register_blueprint(hindsight_routes.bp)
-    app.register_blueprint(hindsight_families.bp)  # issue 25 item 2
     app.register_blueprint(file_routes.bp)
     # /openapi.json and /docs (docs/reference/http-conventions.md "OpenAPI")
     app.register_blueprint(openapi.bp)

@@ -259,13 +259,6 @@ class Services:
         return BankService(self)
 
     @cached_property
-    def webhooks(self):
-        """Webhooks and their delivery log (:class:`rcll.webhooks.service.WebhookService`)."""
-        from rcll.webhooks.service import WebhookService
-
-        return WebhookService(self)
-
-    @cached_property
     def entities(self):
         """Entities (:class:`rcll.entities.service.EntityService`: list, detail, proposals,
         merge, split) over this process's pool."""

@@ -265,15 +265,6 @@ class Settings(BaseSettings):
         True, description="RCLL_HINDSIGHT_SYNC_RETAIN=on|off. on: a retain on Hindsight's path "
         "(/v1/default/banks/{id}/memories) without `async` runs synchronously, Hindsight's "
         "default; off: it is queued, as on RCLL's own route.")
-    webhook_retry_delays_s: list[float] = Field(
-        [10, 60, 300, 1800], description="RCLL_WEBHOOK_RETRY_DELAYS_S (JSON list): seconds "
-        "before each retry of a webhook delivery that failed (network error or a non-2xx "
-        "answer); after the last one the delivery is `failed`.")
-    webhook_dispatch_interval_s: float = Field(
-        2, description="How often beat sends the due webhook deliveries to the workers.")
-    webhook_allow_private: bool = Field(
-        True, description="RCLL_WEBHOOK_ALLOW_PRIVATE=off refuses webhook URLs on loopback "
-        "and private addresses (set it off where members may not reach the internal network).")
     read_only: bool = Field(False, description="RCLL_READ_ONLY=on: the API serves only recall "
                             "and read, over the SELECT-only role; every write route is 403 "
                             "read_only_deployment.")

@@ -55,8 +55,6 @@ def _settings(state_dir: Path) -> Settings:
         # the suite's job, worker and fault tests retain on Hindsight's path and follow the
         # queued job; tests/api/test_hindsight_kinds.py turns Hindsight's sync default on
         hindsight_sync_retain=False,
-        webhook_retry_delays_s=[1, 1],  # tests/api/test_hindsight_webhooks.py: 3 attempts
-        webhook_dispatch_interval_s=1,
     )
 
 

@@ -27,8 +27,6 @@ from workers.queues import (
     HEBBIAN_DECAY_TASK,
     SWEEP_TASK,
     VECTOR_INDEX_TASK,
-    WEBHOOK_DELIVER_TASK,
-    WEBHOOK_DISPATCH_TASK,
     QueueNames,
 )
 
@@ -228,22 +226,3 @@ def hebbian_decay_task() -> dict:
     except redis.RedisError as exc:
         log.warning("hebbian decay skipped, Redis unavailable: %s", exc)
         return {}
-
-
-@app.task(name=WEBHOOK_DISPATCH_TASK, ignore_result=True)
-def webhook_dispatch_task() -> int:
-    """Beat-scheduled (queue ``maintenance``): send ``webhooks.deliver`` for each due
-    delivery (:meth:`rcll.webhooks.service.WebhookService.dispatch_due`). Returns how many."""
-    return len(services().webhooks.dispatch_due(
-        lambda delivery_id: app.send_task(WEBHOOK_DELIVER_TASK, args=[delivery_id],
-                                          queue=QueueNames.MAINTENANCE)))
-
-
-@app.task(name=WEBHOOK_DELIVER_TASK, bind=True, ignore_result=True, max_retries=None)
-def webhook_deliver_task(self, delivery_id: str) -> None:
-    """One signed attempt of a webhook delivery (:meth:`~rcll.webhooks.service.WebhookService.attempt`);
-    a failed one is retried by Celery after the next of ``webhook_retry_delays_s`` (the
-    service counts the attempts and ends the delivery ``failed`` after the last)."""
-    retry_in = services().webhooks.attempt(delivery_id)
-    if retry_in is not None:
-        raise self.retry(countdown=retry_in)

@@ -411,63 +411,14 @@ class AccessService:
     # --- audit log ------------------------------------------------------------------------
     def audit(self, by: Principal, bank_id: str, *, action: str | None = None,
               actor: str | None = None, unit_id: str | None = None, limit: int = 50,
-              offset: int = 0, since: datetime | None = None,
-              until: datetime | None = None) -> tuple[list[dict], int]:
+              offset: int = 0) -> tuple[list[dict], int]:
         """One page of the bank's audit entries, newest first (an admin of the bank),
-        filtered by ``action``, ``actor`` and ``unit_id`` (exact), ``since`` (inclusive) and
-        ``until`` (exclusive); ``(rows, total)``
+        filtered by ``action``, ``actor`` and ``unit_id`` (exact); ``(rows, total)``
         (:func:`rcll.store.audit.list`)."""
         by.require(bank_id, "admin")
         with self.read_pool.connection() as conn:
             return audit.list(conn, bank_id, action=action, actor=actor, unit_id=unit_id,
-                              since=since, until=until, limit=limit, offset=offset)
-
-    def audit_entry(self, by: Principal, bank_id: str, entry_id) -> dict:
-        """One audit entry of the bank (an admin of the bank). 404 ``audit_entry_not_found``
-        (also for an id that is not an integer)."""
-        by.require(bank_id, "admin")
-        missing = _error(NotFound, "audit_entry_not_found",
-                         f"audit entry {entry_id!r} does not exist in bank {bank_id!r}",
-                         {"bank_id": bank_id, "log_id": str(entry_id)})
-        try:
-            eid = int(str(entry_id))
-        except ValueError:
-            raise missing
-        if not 0 < eid < 2 ** 63:
-            raise missing
-        with self.read_pool.connection() as conn:
-            row = audit.get(conn, bank_id, eid)
-        if row is None:
-            raise missing
-        return row
-
-    AUDIT_PERIODS = {"1d": (1, "hour"), "7d": (7, "day"), "30d": (30, "day")}
-
-    def audit_stats(self, by: Principal, bank_id: str, period: str = "7d",
-                    action: str | None = None) -> dict:
-        """The bank's audit entries over the last ``period`` (``1d`` per hour, ``7d`` and
-        ``30d`` per day, UTC) per action: ``{period, trunc, start, buckets: [{time,
-        actions: {action: n}, total}]}`` (buckets with entries only, oldest first). An admin
-        of the bank; 400 ``invalid_request`` for another period."""
-        from datetime import timedelta, timezone
-
-        by.require(bank_id, "admin")
-        if period not in self.AUDIT_PERIODS:
-            raise _error(InvalidInput, "invalid_request",
-                         f"period must be one of {', '.join(self.AUDIT_PERIODS)}",
-                         {"field": "period"})
-        days, trunc = self.AUDIT_PERIODS[period]
-        start = datetime.now(timezone.utc) - timedelta(days=days)
-        with self.read_pool.connection() as conn:
-            rows = audit.stats(conn, bank_id, start, trunc, action)
-        buckets: dict = {}
-        for r in rows:
-            b = buckets.setdefault(r["time"], {"time": r["time"].replace(
-                tzinfo=timezone.utc).isoformat(), "actions": {}, "total": 0})
-            b["actions"][r["action"]] = int(r["n"])
-            b["total"] += int(r["n"])
-        return {"period": period, "trunc": trunc, "start": start.isoformat(),
-                "buckets": list(buckets.values())}
+                              limit=limit, offset=offset)
 
     # --- who am I ------------------------------------------------------------------------
     def whoami(self, by: Principal) -> dict:

@@ -16,9 +16,8 @@ from typing import TYPE_CHECKING
 from rcll.access.principal import Principal
 from rcll.access.visibility import grants_filter, unit_filter
 from rcll.cascade import invalidation
-from rcll.banks.ids import check_bank_id
-from rcll.errors import BankNotFound, NotFound, Rejected
-from rcll.store import aliases, audit, banks, documents
+from rcll.errors import BankNotFound
+from rcll.store import audit, banks, documents
 from rcll.store.jobs import HINDSIGHT_STATUS
 
 if TYPE_CHECKING:
@@ -126,62 +125,3 @@ class BankService:
             existed = False
         invalidation.bank_dropped(self._services.hot_tier, bank_id)
         return existed
-
-    # -- aliases (Hindsight's /aliases; issue 25 item 2) -------------------------------------
-    def resolve(self, bank_id: str) -> str:
-        """The bank ``bank_id`` names: itself, or the bank it is an alias of (read pool)."""
-        with self._services.read_pool.connection() as conn:
-            return aliases.resolve(conn, bank_id) or bank_id
-
-    def aliases(self, principal: Principal, bank_id: str) -> dict:
-        """``{bank_id, aliases: [{alias, primary}]}`` (``read``). 403, 404."""
-        principal.require(bank_id, "read")
-        with self.pool.connection() as conn:
-            banks.get(conn, bank_id)
-            return {"bank_id": bank_id, "aliases": aliases.list_for(conn, bank_id)}
-
-    def add_alias(self, principal: Principal, bank_id: str, alias: str, primary: bool) -> dict:
-        """Add an alias (``admin``; the bank-id rule of :mod:`rcll.banks.ids`); audit
-        ``bank.alias_add``. The aliases after it. 400 ``invalid_bank_id``, 404, 409
-        ``alias_taken`` (names a bank or another alias)."""
-        principal.require(bank_id, "admin")
-        check_bank_id(alias)
-        with self.pool.connection() as conn, conn.transaction():
-            banks.get(conn, bank_id)
-            if not aliases.add(conn, bank_id, alias, primary):
-                raise Rejected(409, "alias_taken",
-                               f"{alias!r} already names a bank or an alias", {"alias": alias})
-            audit.record(conn, principal.member_id, "bank.alias_add", bank_id,
-                         details={"alias": alias, "primary": primary})
-            return {"bank_id": bank_id, "aliases": aliases.list_for(conn, bank_id)}
-
-    def set_alias_primary(self, principal: Principal, bank_id: str, alias: str,
-                          primary: bool) -> dict:
-        """Present the bank under ``alias`` (or not) (``admin``); audit
-        ``bank.alias_primary``. 404 ``alias_not_found``."""
-        principal.require(bank_id, "admin")
-        with self.pool.connection() as conn, conn.transaction():
-            banks.get(conn, bank_id)
-            if not aliases.set_primary(conn, bank_id, alias, primary):
-                raise self._no_alias(bank_id, alias)
-            audit.record(conn, principal.member_id, "bank.alias_primary", bank_id,
-                         details={"alias": alias, "primary": primary})
-            return {"bank_id": bank_id, "aliases": aliases.list_for(conn, bank_id)}
-
-    def remove_alias(self, principal: Principal, bank_id: str, alias: str) -> dict:
-        """Drop an alias (``admin``); audit ``bank.alias_remove``. 404 ``alias_not_found``."""
-        principal.require(bank_id, "admin")
-        with self.pool.connection() as conn, conn.transaction():
-            banks.get(conn, bank_id)
-            if not aliases.remove(conn, bank_id, alias):
-                raise self._no_alias(bank_id, alias)
-            audit.record(conn, principal.member_id, "bank.alias_remove", bank_id,
-                         details={"alias": alias})
-            return {"bank_id": bank_id, "aliases": aliases.list_for(conn, bank_id)}
-
-    @staticmethod
-    def _no_alias(bank_id: str, alias: str) -> NotFound:
-        err = NotFound(f"bank {bank_id!r} has no alias {alias!r}",
-                       {"bank_id": bank_id, "alias": alias})
-        err.code = "alias_not_found"
-        return err

@@ -17,16 +17,11 @@ from rcll.access.principal import Principal
 from rcll.access.visibility import rule_for
 from rcll.cascade import invalidation
 from rcll.db import read_only
-from rcll.errors import NotFound
-from rcll.store import audit, banks, document_views, documents
+from rcll.store import audit, banks, documents
 
 if TYPE_CHECKING:
 
     from rcll.bootstrap import Services
-
-
-class ChunkNotFound(NotFound):
-    code = "chunk_not_found"
 
 
 class DocumentService:
@@ -136,86 +131,3 @@ class DocumentService:
                          details={"kinds": list(kinds) if kinds else None, "units": len(ids)})
         invalidation.bank_dropped(svc.hot_tier, bank_id)
         return ids
-
-    # -- Hindsight's document family (issue 25 item 2) --------------------------------------
-    def chunks(self, principal: Principal, bank_id: str, document_id: str, limit: int,
-               offset: int) -> tuple[list[dict], int]:
-        """The chunks of the document lineage the caller sees that hold a unit it sees,
-        in order (:func:`rcll.store.document_views.chunks`). 403, 404 ``bank_not_found`` /
-        ``document_not_found``."""
-        principal.require(bank_id, "read")
-        rule = rule_for(principal, bank_id)
-        with self._read() as conn:
-            banks.get(conn, bank_id)
-            doc = document_views.lineage(conn, bank_id, document_id, rule=rule)
-            return document_views.chunks(conn, doc["pk"], limit, offset, rule=rule)
-
-    def chunk(self, principal: Principal, chunk_id: str) -> dict:
-        """One chunk by id (``/v1/default/chunks/{id}``: no bank in the path). 404
-        ``chunk_not_found`` when it does not exist, or the caller may not read its bank or
-        sees no unit on it — one answer."""
-        missing = ChunkNotFound(f"chunk {chunk_id!r} does not exist", {"chunk_id": chunk_id})
-        with self._read() as conn:
-            bank_id = document_views.chunk_bank(conn, chunk_id)
-            if bank_id is None or not principal.can(bank_id, "read"):
-                raise missing
-            row = document_views.chunk(conn, chunk_id, rule=rule_for(principal, bank_id))
-        if row is None:
-            raise missing
-        return row
-
-    def history(self, principal: Principal, bank_id: str, document_id: str) -> list[dict]:
-        """The document's events as the caller sees them, newest first
-        (:func:`rcll.store.document_views.history`). 403, 404."""
-        principal.require(bank_id, "read")
-        rule = rule_for(principal, bank_id)
-        with self._read() as conn:
-            banks.get(conn, bank_id)
-            doc = document_views.lineage(conn, bank_id, document_id, rule=rule)
-            return document_views.history(conn, bank_id, doc["pk"], rule=rule)
-
-    def retag(self, principal: Principal, bank_id: str, document_id: str,
-              tags: Sequence[str]) -> list[str]:
-        """Replace the tags of the document lineage the caller sees and of its units it
-        sees (``write``); audit ``document.retag``; those units leave tier 1 after the
-        commit (their cached tags changed). Returns their ids. 403, 404."""
-        principal.require(bank_id, "write")
-        rule = rule_for(principal, bank_id)
-        svc = self._services
-        with svc.pool.connection() as conn, conn.transaction():
-            banks.get(conn, bank_id)
-            doc = document_views.lineage(conn, bank_id, document_id, rule=rule)
-            ids = document_views.retag(conn, doc["pk"], tags, rule=rule)
-            audit.record(conn, principal.member_id, "document.retag", bank_id, details={
-                "document_id": document_id, "document_pk": str(doc["pk"]),
-                "tags": list(tags), "units": len(ids)})
-        invalidation.units_left(svc.hot_tier, bank_id, ids)
-        invalidation.bank_written(svc.hot_tier, bank_id)
-        return ids
-
-    def reprocess(self, principal: Principal, bank_id: str, document_id: str, retain) -> dict:
-        """Run the document's stored text (what :meth:`get_document` shows the caller) through
-        the retain pipeline again as a new queued job of ``retain``
-        (:class:`rcll.retain.service.RetainService`), with its document id, tags, metadata,
-        audience and purposes; chunks already stored are kept (idempotent by content),
-        anything the current pipeline makes differently is written. Audit
-        ``document.reprocess``. Returns the job. 403, 404, and the retain errors."""
-        from rcll.retain.models import RetainItem
-
-        principal.require(bank_id, "write")
-        rule = rule_for(principal, bank_id)
-        with self._read() as conn:
-            banks.get(conn, bank_id)
-            doc = documents.get(conn, bank_id, document_id, rule=rule)
-            lin = document_views.lineage(conn, bank_id, document_id, rule=rule)
-        if not doc.get("original_text"):
-            raise documents._not_found(bank_id, document_id)
-        item = RetainItem(content=doc["original_text"], document_id=document_id,
-                          tags=list(doc["tags"]), metadata=doc["document_metadata"] or {},
-                          audience=lin["audience"], purposes=list(lin["purposes"]))
-        job, _ = retain.retain(bank_id, [item], async_=True, principal=principal)
-        with self._services.pool.connection() as conn, conn.transaction():
-            audit.record(conn, principal.member_id, "document.reprocess", bank_id, details={
-                "document_id": document_id, "document_pk": str(lin["pk"]),
-                "operation_id": str(job["id"])})
-        return job

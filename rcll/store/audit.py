@@ -36,11 +36,9 @@ def record(conn: Connection, actor: str | None, action: str, bank_id: str | None
 
 def list(conn: Connection, bank_id: str | None = None, *, unit_id: str | None = None,  # noqa: A001
          actor: str | None = None, action: str | None = None, since: datetime | None = None,
-         until: datetime | None = None, limit: int = 50, offset: int = 0
-         ) -> tuple[builtins.list[dict], int]:
+         limit: int = 50, offset: int = 0) -> tuple[builtins.list[dict], int]:
     """One page of audit entries, newest first (ties broken by id, descending), filtered by
-    any of ``bank_id``, ``unit_id``, ``actor``, ``action`` (exact), ``since`` (``at >=``) and
-    ``until`` (``at <``).
+    any of ``bank_id``, ``unit_id``, ``actor``, ``action`` (exact) and ``since`` (``at >=``).
     Returns ``(rows, total matching)``; each row is ``{id, at, actor, action, bank_id,
     unit_id (str|None), details}``."""
     where, params = [], []
@@ -52,9 +50,6 @@ def list(conn: Connection, bank_id: str | None = None, *, unit_id: str | None = 
     if since is not None:
         where.append("at >= %s")
         params.append(since)
-    if until is not None:
-        where.append("at < %s")
-        params.append(until)
     clause = ("WHERE " + " AND ".join(where)) if where else ""
     rows = conn.execute(
         f"""SELECT id, at, actor, action, bank_id, unit_id::text AS unit_id, details
@@ -62,22 +57,3 @@ def list(conn: Connection, bank_id: str | None = None, *, unit_id: str | None = 
         (*params, limit, offset)).fetchall()
     total = conn.execute(f"SELECT count(*) AS n FROM audit_log {clause}", params).fetchone()
     return rows, (total["n"] if isinstance(total, dict) else total[0])
-
-
-def get(conn: Connection, bank_id: str, entry_id: int) -> dict | None:
-    """One entry of ``bank_id`` (the row shape of :func:`list`), or ``None``."""
-    return conn.execute(
-        """SELECT id, at, actor, action, bank_id, unit_id::text AS unit_id, details
-           FROM audit_log WHERE id = %s AND bank_id = %s""", (entry_id, bank_id)).fetchone()
-
-
-def stats(conn: Connection, bank_id: str, since: datetime, trunc: str,
-          action: str | None = None) -> builtins.list[dict]:
-    """Entries of ``bank_id`` at or after ``since`` counted per ``date_trunc(trunc, at)``
-    (UTC) and action: ``[{"time": datetime, "action": str, "n": int}]``, oldest first.
-    ``trunc`` is ``hour`` or ``day``."""
-    assert trunc in ("hour", "day")
-    return conn.execute(
-        """SELECT date_trunc(%s, at AT TIME ZONE 'UTC') AS time, action, count(*) AS n
-           FROM audit_log WHERE bank_id = %s AND at >= %s AND (%s::text IS NULL OR action = %s)
-           GROUP BY 1, 2 ORDER BY 1, 2""", (trunc, bank_id, since, action, action)).fetchall()

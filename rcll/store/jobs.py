@@ -139,9 +139,7 @@ def progress(conn: Connection, job_id: str, counts: dict, stage: str | None = No
 
 def finish(conn: Connection, job_id: str, state: str, counts: dict | None = None,
            error: str | None = None) -> None:
-    """End a job in ``state`` (one of :data:`TERMINAL`) with its final counts and error;
-    its webhook deliveries are logged in the same transaction
-    (:func:`rcll.store.webhooks.job_finished`)."""
+    """End a job in ``state`` (one of :data:`TERMINAL`) with its final counts and error."""
     assert state in TERMINAL
     conn.execute(
         """UPDATE jobs SET state = %s, counts = counts || %s, error = %s, stage = 'done',
@@ -150,9 +148,6 @@ def finish(conn: Connection, job_id: str, state: str, counts: dict | None = None
            WHERE id = %s""",
         (state, Jsonb(counts or {}), error, state, job_id),
     )
-    from rcll.store import webhooks  # the outbox: an event commits with the job's end
-
-    webhooks.job_finished(conn, job_id)
 
 
 def requeue_failed_enqueue(conn: Connection, job_id: str) -> bool:

@@ -1,1 +1,0 @@
-"""Webhooks: signed HTTP deliveries of job events (:mod:`rcll.webhooks.service`)."""
