@@ -13,7 +13,6 @@ from .conftest import bearer
 
 PUBLIC = {"health.healthz", "health.readyz", "metrics.metrics",
           "hindsight.version", "hindsight.health",  # Hindsight's GET /version, /health
-          "hindsight_families.health_live", "hindsight_families.health_ready",
           "openapi.openapi_json", "openapi.docs_page", "openapi.docs_asset"}
 
 
