@@ -57,6 +57,33 @@ def is_running(settings: Settings) -> bool:
         return False
 
 
+def _fresh_data_dir(settings: Settings, pgdata: Path, log, tool: str, cmd: list[str]) -> None:
+    """Create ``pgdata`` owned by the server user (mode 0700) and fill it by ``cmd`` (initdb
+    or pg_basebackup), unless it already holds a cluster."""
+    if os.geteuid() == 0:
+        _ensure_os_user(settings.pg_os_user)
+    if (pgdata / "PG_VERSION").exists():
+        return
+    log(f"{tool} {pgdata}")
+    pgdata.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() == 0:
+        shutil.chown(pgdata, settings.pg_os_user)
+    os.chmod(pgdata, 0o700)
+    _as_server_user(cmd, settings)
+
+
+def _pg_ctl_start(settings: Settings, pgdata: Path, opts: str) -> None:
+    """``pg_ctl start`` the cluster in ``pgdata`` with server options ``opts``, logging to
+    ``<run_dir>/postgres.log`` (created and owned by the server user)."""
+    logfile = (settings.run_dir / "postgres.log").resolve()
+    if not logfile.exists():
+        logfile.touch()
+    if os.geteuid() == 0:
+        shutil.chown(logfile, settings.pg_os_user)
+    _as_server_user([_bin("pg_ctl"), "-D", str(pgdata), "-l", str(logfile), "-o", opts,
+                     "-w", "-t", "60", "start"], settings)
+
+
 def start(settings: Settings, log=print) -> None:
     """Initialise (first time) and start the server; create role, database and extensions.
 
@@ -64,37 +91,18 @@ def start(settings: Settings, log=print) -> None:
     with the server's output when initdb or pg_ctl fails.
     """
     pgdata = data_dir(settings)
-    logfile = (settings.run_dir / "postgres.log").resolve()
     settings.run_dir.mkdir(parents=True, exist_ok=True)
-    if os.geteuid() == 0:
-        _ensure_os_user(settings.pg_os_user)
-    if not (pgdata / "PG_VERSION").exists():
-        log(f"initdb {pgdata}")
-        pgdata.mkdir(parents=True, exist_ok=True)
-        if os.geteuid() == 0:
-            shutil.chown(pgdata, settings.pg_os_user)
-        os.chmod(pgdata, 0o700)
-        _as_server_user(
-            [_bin("initdb"), "-D", str(pgdata), "-U", "postgres", "--auth=trust",
-             "-E", "UTF8", "--locale=C"],
-            settings,
-        )
+    _fresh_data_dir(settings, pgdata, log, "initdb",
+                    [_bin("initdb"), "-D", str(pgdata), "-U", "postgres", "--auth=trust",
+                     "-E", "UTF8", "--locale=C"])
     if is_running(settings):
         _check_ours(settings, pgdata)
     else:
-        if not logfile.exists():
-            logfile.touch()
-        if os.geteuid() == 0:
-            shutil.chown(logfile, settings.pg_os_user)
         log(f"starting postgres on 127.0.0.1:{settings.pg_port}")
-        opts = (f"-c listen_addresses=127.0.0.1 -c port={settings.pg_port} "
-                "-c unix_socket_directories='' -c max_connections=200 "
-                "-c shared_buffers=256MB -c fsync=on")
-        _as_server_user(
-            [_bin("pg_ctl"), "-D", str(pgdata), "-l", str(logfile), "-o", opts, "-w", "-t", "60",
-             "start"],
-            settings,
-        )
+        _pg_ctl_start(settings, pgdata,
+                      f"-c listen_addresses=127.0.0.1 -c port={settings.pg_port} "
+                      "-c unix_socket_directories='' -c max_connections=200 "
+                      "-c shared_buffers=256MB -c fsync=on")
     _bootstrap_database(settings)
 
 
@@ -159,26 +167,13 @@ def start_standby(primary: Settings, standby: Settings, log=print) -> None:
     A data folder that exists is reused. Raises ``subprocess.CalledProcessError`` with
     the tools' output."""
     pgdata = data_dir(standby)
-    logfile = (standby.run_dir / "postgres.log").resolve()
     standby.run_dir.mkdir(parents=True, exist_ok=True)
-    if os.geteuid() == 0:
-        _ensure_os_user(standby.pg_os_user)
-    if not (pgdata / "PG_VERSION").exists():
-        log(f"pg_basebackup {pgdata}")
-        pgdata.mkdir(parents=True, exist_ok=True)
-        if os.geteuid() == 0:
-            shutil.chown(pgdata, standby.pg_os_user)
-        os.chmod(pgdata, 0o700)
-        _as_server_user([_bin("pg_basebackup"), "-D", str(pgdata), "-h", "127.0.0.1",
-                         "-p", str(primary.pg_port), "-U", "postgres", "-X", "stream",
-                         "-c", "fast", "-R"], standby)
-    if not logfile.exists():
-        logfile.touch()
-    if os.geteuid() == 0:
-        shutil.chown(logfile, standby.pg_os_user)
+    _fresh_data_dir(standby, pgdata, log, "pg_basebackup",
+                    [_bin("pg_basebackup"), "-D", str(pgdata), "-h", "127.0.0.1",
+                     "-p", str(primary.pg_port), "-U", "postgres", "-X", "stream",
+                     "-c", "fast", "-R"])
     log(f"starting standby on 127.0.0.1:{standby.pg_port}")
-    opts = (f"-c listen_addresses=127.0.0.1 -c port={standby.pg_port} "
-            "-c unix_socket_directories='' -c max_connections=200 -c hot_standby=on "
-            "-c hot_standby_feedback=on")
-    _as_server_user([_bin("pg_ctl"), "-D", str(pgdata), "-l", str(logfile), "-o", opts,
-                     "-w", "-t", "60", "start"], standby)
+    _pg_ctl_start(standby, pgdata,
+                  f"-c listen_addresses=127.0.0.1 -c port={standby.pg_port} "
+                  "-c unix_socket_directories='' -c max_connections=200 -c hot_standby=on "
+                  "-c hot_standby_feedback=on")
