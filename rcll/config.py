@@ -75,7 +75,8 @@ class Settings(BaseSettings):
                           "and the one rcll dev up starts on 127.0.0.1; path /mcp).")
     api_workers: int = Field(1, ge=1, description="gunicorn worker processes of the API "
                              "(benchmarks/recall_load.py).")
-    api_threads: int = Field(4, description="gunicorn threads per API worker process.")
+    api_threads: int = Field(16, ge=1, description="gunicorn threads per API worker process "
+                             "(docs/decisions/0021-recall-under-load.md).")
     worker_concurrency: int = Field(0, ge=0, description="Celery pool processes per worker; "
                                     "0 = one per core (os.cpu_count(), Celery's own default). A "
                                     "container scaled by replicas sets 1 (docs/decisions/"
@@ -147,8 +148,9 @@ class Settings(BaseSettings):
         "(rcll.models.batching.token_batches); 0 = batches of RCLL_EMBED_BATCH_SIZE only.")
     embedder_enabled: bool = True
     query_batch_wait_ms: float = Field(
-        0, ge=0, le=100, description="> 0: concurrent one-query embeddings of a process wait "
-        "this long for company and share one forward pass (rcll.models.batching); 0 = off.")
+        2, ge=0, le=100, description="> 0: concurrent one-query embeddings of a process wait "
+        "this long for company, when the previous pass had company, and share one forward "
+        "pass (rcll.models.batching; docs/decisions/0021-recall-under-load.md); 0 = off.")
 
     # --- write path -----------------------------------------------------------------------
     chunk_max_tokens: int = Field(512, description="Most tokens of one chunk unit.")

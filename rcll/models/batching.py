@@ -11,7 +11,9 @@ A process serving recalls on several threads embeds one query per request; the e
 runs one forward pass at a time, so concurrent queries queue behind each other. With
 :class:`QueryBatcher` the first query to arrive waits ``wait_s`` for others, then embeds all
 that queued (up to ``max_batch``) in one pass and hands each its row; queries that arrive
-meanwhile form the next batch, led by the first of them. Calls with several texts (the
+meanwhile form the next batch, led by the first of them. A leader waits only when the
+previous batch had company (more than one query): a lone client, whose batches are all of
+one, never pays the wait, and the first burst of concurrency turns it on. Calls with several texts (the
 write path) go straight to the embedder. Results are identical to single calls up to float
 rounding (the same model on the same texts).
 """
@@ -57,8 +59,9 @@ class _Slot:
 
 class QueryBatcher:
     """Wraps an embedder (``embed(list[str]) -> float32 (n, dim)``, ``model_name``, ``dim``)
-    with the same interface. ``wait_s``: how long a batch's leader waits for company;
-    ``max_batch``: most texts per pass. ``batches``/``texts`` count what was embedded.
+    with the same interface. ``wait_s``: how long a batch's leader waits for company (only
+    when the previous batch had more than one text); ``max_batch``: most texts per pass.
+    ``batches``/``texts`` count what was embedded, ``waits`` how often a leader waited.
     Raises what the wrapped embedder raises, in every caller of the failed batch."""
 
     def __init__(self, inner, wait_s: float = 0.002, max_batch: int = 32):
@@ -69,8 +72,9 @@ class QueryBatcher:
         self.max_batch = max_batch
         self._queue: list[_Slot] = []
         self._leading = False
+        self._last_size = 0  # texts in the previous batch: > 1 means callers overlap
         self._lock = threading.Lock()
-        self.batches = self.texts = 0
+        self.batches = self.texts = self.waits = 0
 
     def embed(self, texts: list[str]) -> np.ndarray:
         if len(texts) != 1:
@@ -84,7 +88,12 @@ class QueryBatcher:
             slot.done.wait()
             if not slot.lead:  # served by a leader (else promoted: lead the next batch)
                 return self._result(slot)
-        time.sleep(self.wait_s)
+        with self._lock:
+            wait = self._last_size > 1
+            if wait:
+                self.waits += 1
+        if wait:
+            time.sleep(self.wait_s)
         self._run_batch()
         return self._result(slot)
 
@@ -101,6 +110,7 @@ class QueryBatcher:
         self.batches += 1
         self.texts += len(batch)
         with self._lock:  # hand the lead to the first one waiting, or give it up
+            self._last_size = len(batch)
             nxt = self._queue[0] if self._queue else None
             if nxt is None:
                 self._leading = False

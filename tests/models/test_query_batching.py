@@ -83,3 +83,16 @@ def test_a_failing_batch_raises_in_its_callers_and_the_next_batch_works():
     assert b.embed(["after"])[0, 0] == 5
     with pytest.raises(ValueError):
         b.embed(["boom"])
+
+
+def test_a_lone_client_never_waits_and_concurrency_turns_the_wait_on():
+    inner = SlowEmbedder()
+    b = QueryBatcher(inner, wait_s=0.05, max_batch=8)
+    for i in range(5):  # one client, one query at a time: every batch is of one
+        assert b.embed([f"alone {i}"])[0, 0] == len(f"alone {i}")
+    assert b.waits == 0 and b.batches == 5
+    texts = [f"together {i}" for i in range(12)]
+    out, errors = _run_concurrently(b, texts)
+    assert not errors and sorted(out) == sorted(texts)
+    assert b.waits >= 1  # batches with company made later leaders wait for more
+    assert max(len(c) for c in inner.calls) > 1
