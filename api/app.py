@@ -14,7 +14,9 @@ from api.routes import access, banks, closets, dedup, feedback, health, memories
 from api.routes import context as context_routes
 from api.routes import entities as entity_routes
 from api.routes import files as file_routes
+from api.hindsight_routes import HINDSIGHT_ROUTES
 from api.routes import hindsight as hindsight_routes
+from api.routes import hindsight_unserved
 from api.routes import tunnels as tunnel_routes
 from api.routes import units as unit_routes
 from rcll.access import deployment
@@ -70,6 +72,8 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     # /openapi.json and /docs (docs/reference/http-conventions.md "OpenAPI")
     app.register_blueprint(openapi.bp)
     web.register(app)  # /, /ui/... : the web screens (docs/reference/web-screens.md)
+    # last: Hindsight's routes no view above serves answer 400/501 with a reason, not 404
+    hindsight_unserved.register(app, HINDSIGHT_ROUTES)
     # Load the embedder, then the reranker (checking its scoring head), in the background so
     # the first recall does not pay for them and /readyz reports the reranker from start-up.
     threading.Thread(target=lambda: (svc.embedder.get(), svc.reranker.load()),

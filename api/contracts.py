@@ -281,6 +281,12 @@ class Status(Open):
     status: str
 
 
+class Liveness(Open):
+    status: str
+    version: str
+    uptime_seconds: float
+
+
 class Readiness(Open):
     ready: bool
     checks: dict[str, dict[str, Any]]

@@ -39,7 +39,7 @@ _ARG = re.compile(r"<(?:[^:>]+:)?([^>]+)>")
 HTTP_REASONS = {200: "OK", 201: "Created", 202: "Accepted", 400: "Bad request",
                 401: "Unauthorized", 403: "Forbidden", 404: "Not found", 409: "Conflict",
                 413: "Payload too large", 422: "Unprocessable", 429: "Too many requests",
-                503: "Service unavailable"}
+                501: "Not implemented", 503: "Service unavailable"}
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ service)."""
 from __future__ import annotations
 
 import logging
+import time
 
 from flask import Blueprint, jsonify
 
@@ -17,6 +18,7 @@ from api.openapi import doc
 bp = Blueprint("health", __name__)
 log = logging.getLogger(__name__)
 CHECK_TIMEOUT_S = 2
+_STARTED = time.monotonic()
 
 
 @bp.get("/healthz")
@@ -25,6 +27,18 @@ CHECK_TIMEOUT_S = 2
 def healthz():
     """Liveness: ``{"status": "ok"}`` while the process serves."""
     return jsonify({"status": "ok"})
+
+
+@bp.get("/health/live")
+@requires("public")
+@doc({200: C.Liveness})
+def health_live():
+    """Hindsight's liveness probe: ``{"status": "alive", "version", "uptime_seconds"}``
+    while the process serves (nothing else is checked)."""
+    import rcll
+
+    return jsonify({"status": "alive", "version": rcll.__version__,
+                    "uptime_seconds": round(time.monotonic() - _STARTED, 3)})
 
 
 def _database_ok(svc) -> bool:
@@ -74,6 +88,7 @@ def _hot_tier_status(svc) -> dict:
 
 
 @bp.get("/readyz")
+@bp.get("/health/ready", endpoint="health_ready")  # Hindsight's readiness probe
 @requires("public")
 @doc({200: C.Readiness, 503: C.Readiness})
 def readyz():

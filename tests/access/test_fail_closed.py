@@ -13,6 +13,7 @@ from .conftest import bearer
 
 PUBLIC = {"health.healthz", "health.readyz", "metrics.metrics",
           "hindsight.version", "hindsight.health",  # Hindsight's GET /version, /health
+          "health.health_live", "health.health_ready",  # Hindsight's /health/live, /health/ready
           "openapi.openapi_json", "openapi.docs_page", "openapi.docs_asset"}
 
 

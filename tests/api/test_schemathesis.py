@@ -99,7 +99,10 @@ def test_schemathesis(auth_app, seeded, capsys):  # noqa: F811
         def set(self, case, data, ctx):
             case.headers = {**(case.headers or {}), "Authorization": f"Bearer {data}"}
 
-    ops = [r.ok() for r in schema.get_all_operations()]
+    # Hindsight's routes RCLL does not serve answer a fixed 400/501 whatever they are sent
+    # (api/routes/hindsight_unserved.py; tests/api/test_hindsight_routes.py checks each)
+    ops = [op for op in (r.ok() for r in schema.get_all_operations())
+           if not op.definition.raw.get("operationId", "").startswith("hindsight_unserved.")]
     # reads first, so the seeded rows are there for them; the bank's own DELETE last
     ops.sort(key=lambda o: (o.method.upper() != "GET", o.path == "/v1/default/banks/{bank_id}",
                             o.path, o.method))
