@@ -406,19 +406,81 @@ def recall(bank_id: str):
 # --- entities -------------------------------------------------------------------------------------
 @screen("/ui/banks/<bank_id>/entities")
 def entities(bank_id: str):
-    """The entities of a bank mentioned by units the member sees, most mentioned first."""
+    """The entities of a bank mentioned by units the member sees, most mentioned first, with
+    the open merge proposals (merge or reject) and a merge of the entities ticked."""
+    who, svc = web.caller(), services().entities
     offset = _page()
     q = request.args.get("q") or None
-    rows, total = services().entities.list(web.caller(), _bank(bank_id), PAGE, offset, q)
+    rows, total = svc.list(who, _bank(bank_id), PAGE, offset, q)
+    proposals, n_open = svc.proposals(who, bank_id, "open", PAGE, 0)
+    decided, n_decided = svc.proposals(who, bank_id, None, 200, 0)
+    decided = [p for p in decided if p["state"] != "open"][:20]
     return render_template("entities.html", bank_id=bank_id, entities=rows, total=total,
-                           q=q or "", offset=offset, page=PAGE)
+                           q=q or "", offset=offset, page=PAGE, proposals=proposals,
+                           n_open=n_open, decided=decided,
+                           can_edit=who.can(bank_id, "admin"))
+
+
+@screen("/ui/banks/<bank_id>/entities/merge", methods=("POST",))
+def merge_entities(bank_id: str):
+    """Merge the ticked entities (``entity_ids``) into the one chosen to keep (``keep``,
+    default the first ticked); opens the kept entity."""
+    ids = request.form.getlist("entity_ids")
+    keep = request.form.get("keep") or (ids[0] if ids else "")
+    if keep and keep not in ids:
+        ids.insert(0, keep)
+    if len(ids) < 2:
+        raise InvalidInput("tick at least two entities to merge (and choose the one to keep)")
+    who = web.caller()
+    out = services().entities.merge(who, _bank(bank_id), {
+        "entity_ids": [keep] + [i for i in ids if i != keep], "actor": who.member_id})
+    flash(f"Merged {len(ids)} entities into {out['entity']['name']}.")
+    return redirect(url_for("web.entity", bank_id=bank_id, entity_id=out["entity"]["id"]))
+
+
+@screen("/ui/banks/<bank_id>/entities/proposals/<proposal_id>", methods=("POST",))
+def decide_entity_proposal(bank_id: str, proposal_id: str):
+    """Decide an entity-merge proposal: ``action`` merge (keeping ``keep_id`` if given)
+    or reject."""
+    action = request.form.get("action", "")
+    if action not in ("merge", "reject"):
+        raise InvalidInput("action must be merge or reject")
+    who = web.caller()
+    body = {"proposal_id": proposal_id, "actor": who.member_id}
+    if action == "reject":
+        body["decision"] = "reject"
+    elif request.form.get("keep_id"):
+        body["keep_id"] = request.form["keep_id"]
+    out = services().entities.merge(who, _bank(bank_id), body)
+    flash("Proposal rejected: the two stay apart." if action == "reject"
+          else f"Merged into {out['entity']['name']}.")
+    return redirect(url_for("web.entities", bank_id=bank_id))
 
 
 @screen("/ui/banks/<bank_id>/entities/<entity_id>")
 def entity(bank_id: str, entity_id: str):
-    """One entity with the member's units mentioning it and its co-mentioned entities."""
-    e = services().entities.get(web.caller(), _bank(bank_id), entity_id, PAGE, _page())
-    return render_template("entity.html", bank_id=bank_id, e=e)
+    """One entity with the member's units mentioning it, its co-mentioned entities, its
+    history (merges, splits) and, for admins, the split form."""
+    who = web.caller()
+    e = services().entities.get(who, _bank(bank_id), entity_id, PAGE, _page())
+    return render_template("entity.html", bank_id=bank_id, e=e,
+                           can_edit=who.can(bank_id, "admin"))
+
+
+@screen("/ui/banks/<bank_id>/entities/<entity_id>/split", methods=("POST",))
+def split_entity(bank_id: str, entity_id: str):
+    """Split a new entity off: the ticked ``aliases`` or the ticked mentions (``unit_ids``),
+    optional ``name``; opens the new entity."""
+    who = web.caller()
+    body: dict = {"actor": who.member_id}
+    for field in ("aliases", "unit_ids"):
+        if request.form.getlist(field):
+            body[field] = request.form.getlist(field)
+    if request.form.get("name", "").strip():
+        body["name"] = request.form["name"].strip()
+    out = services().entities.split(who, _bank(bank_id), entity_id, body)
+    flash(f"Split off as {out['entity']['name']}.")
+    return redirect(url_for("web.entity", bank_id=bank_id, entity_id=out["entity"]["id"]))
 
 
 # --- access (admins) -----------------------------------------------------------------------------
