@@ -332,13 +332,70 @@ def delete_document(bank_id: str, document_id: str):
 
 
 # --- dedup review -------------------------------------------------------------------------------
+def word_diff(a: str | None, b: str | None) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """Two texts' differences, word by word (:class:`difflib.SequenceMatcher` over
+    whitespace-separated words): ``(segments_a, segments_b)``, each a list of ``(kind, text)``
+    with ``kind`` ``same`` or ``diff`` (a word only this side has). The template marks
+    ``diff`` with ``<del>`` / ``<ins>``; the texts stay escaped."""
+    from difflib import SequenceMatcher
+
+    wa, wb = (a or "").split(), (b or "").split()
+    out_a: list[tuple[str, str]] = []
+    out_b: list[tuple[str, str]] = []
+    for op, i1, i2, j1, j2 in SequenceMatcher(None, wa, wb, autojunk=False).get_opcodes():
+        kind = "same" if op == "equal" else "diff"
+        if i2 > i1:
+            out_a.append((kind, " ".join(wa[i1:i2])))
+        if j2 > j1:
+            out_b.append((kind, " ".join(wb[j1:j2])))
+    return out_a, out_b
+
+
+bp.add_app_template_global(word_diff, "word_diff")
+
+
 @screen("/ui/banks/<bank_id>/dedup")
 def dedup(bank_id: str):
-    """Open dedup proposals, highest cosine first, with merge / keep (keys m / k)."""
-    who = web.caller()
-    rows, total = consolidate_service().dedup_proposals(who, _bank(bank_id), "open", PAGE, 0)
+    """Open dedup proposals, highest cosine first: one decision per proposal (a pair, or a
+    cluster of near-identical units), the texts side by side with their differences marked,
+    merge / keep (keys m / k on the first), bulk decisions on the ticked ones, the count left,
+    and the latest decided proposals with who decided."""
+    who, cons = web.caller(), consolidate_service()
+    rows, total = cons.dedup_proposals(who, _bank(bank_id), "open", PAGE, 0)
+    decided = []
+    for state in ("merged", "kept"):
+        done, _ = cons.dedup_proposals(who, bank_id, state, 20, 0)
+        decided += done
+    decided.sort(key=lambda p: p.get("decided_at") or "", reverse=True)
     return render_template("dedup.html", bank_id=bank_id, proposals=rows, total=total,
-                           can_decide=who.can(bank_id, "admin"))
+                           decided=decided[:20], can_decide=who.can(bank_id, "admin"))
+
+
+@screen("/ui/banks/<bank_id>/dedup/bulk", methods=("POST",))
+def decide_bulk(bank_id: str):
+    """Decide every ticked proposal (``proposal_ids``) the same way: ``action`` merge | keep.
+    Each is one decision of the consolidate service (its own transaction and audit entry);
+    one decided meanwhile by someone else is skipped and counted."""
+    action = request.form.get("action", "")
+    if action not in ("merge", "keep"):
+        raise InvalidInput("action must be merge or keep")
+    ids = request.form.getlist("proposal_ids")
+    if not ids:
+        raise InvalidInput("tick at least one proposal")
+    who, cons = web.caller(), consolidate_service()
+    done = skipped = 0
+    for pid in ids[:PAGE]:
+        try:
+            cons.decide_dedup(who, _bank(bank_id), pid, action, decided_by=who.member_id)
+            done += 1
+        except RCLLError as exc:
+            if exc.status != 409:
+                raise
+            skipped += 1
+    flash(f"{done} proposal{'' if done == 1 else 's'} "
+          f"{'merged' if action == 'merge' else 'kept apart'}"
+          + (f"; {skipped} already decided" if skipped else "") + ".")
+    return redirect(url_for("web.dedup", bank_id=bank_id))
 
 
 @screen("/ui/banks/<bank_id>/dedup/<proposal_id>", methods=("POST",))

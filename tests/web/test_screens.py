@@ -147,11 +147,55 @@ def test_dedup_review_decides_from_the_keyboard(page, data):
     page.goto(f"/ui/banks/{BANK}/dedup")
     left = int(page.get_by_test_id("proposals-left").inner_text())
     assert left >= 1
-    expect(page.locator("[data-first-proposal]")).to_contain_text("Rotate the Redis password")
+    first = page.locator("[data-first-proposal]")
+    expect(first).to_contain_text("Rotate the Redis password")
+    expect(first.locator("del")).to_have_text(["the"])  # the words that differ, marked
+    expect(first.locator("ins")).to_have_text(["all"])
     shot(page, "dedup")
     page.keyboard.press("k")  # keep both, from the keyboard
     expect(page.get_by_role("status").first).to_contain_text("kept apart")
     expect(page.get_by_test_id("proposals-left")).to_have_text(str(left - 1))
+    decided = page.get_by_test_id("dedup-decided")
+    expect(decided.locator("tr", has_text="Rotate the Redis")).to_contain_text("kept")
+    expect(decided.locator("tr", has_text="Rotate the Redis")).to_contain_text("admin")
+
+
+def test_dedup_cluster_is_one_decision_and_bulk_decisions(page, data, web_app):
+    from tests.access.conftest import ADMIN
+
+    api = web_app.test_client()
+    texts = ["Backups of the billing database run nightly at two in the morning.",
+             "Backups of the billing database run nightly at two in the morning.",  # again: another document
+             "Backups of the billing database run nightly, at two in the morning.",
+             "The lobby printer jams when duplex printing is on for long reports.",
+             "The lobby printer jams when duplex printing is on for longer reports."]
+    r = api.post(f"/v1/default/banks/{BANK}/memories", json={"items": [
+        {"content": t, "document_id": f"bulk-{i}"} for i, t in enumerate(texts)],
+        "async": False}, headers=ADMIN)
+    assert r.get_json()["state"] == "succeeded", r.get_json()
+    assert api.post(f"/v1/default/banks/{BANK}/dedup-proposals/scan",
+                    headers=ADMIN).status_code == 200
+    sign_in(page, ADMIN_KEY)
+    page.goto(f"/ui/banks/{BANK}/dedup")
+    left = int(page.get_by_test_id("proposals-left").inner_text())
+    backups = page.get_by_test_id("proposal").filter(has_text="Backups of the billing")
+    expect(backups).to_have_count(1)  # three near-identical memories: one decision
+    expect(backups.get_by_role("heading")).to_contain_text("Cluster of 3")
+    expect(backups.locator("li")).to_have_count(3)
+    printer = page.get_by_test_id("proposal").filter(has_text="lobby printer")
+    expect(printer).to_have_count(1)
+    shot(page, "dedup-cluster")
+    backups.get_by_role("checkbox").check()
+    printer.get_by_role("checkbox").check()
+    page.get_by_role("button", name="Keep the ticked apart").click()
+    expect(page.get_by_role("status").first).to_contain_text("2 proposals kept apart")
+    expect(page.get_by_test_id("proposals-left")).to_have_text(str(left - 2))
+    expect(page.get_by_test_id("proposal").filter(has_text="lobby printer")).to_have_count(0)
+    states = api.get(f"/v1/default/banks/{BANK}/dedup-proposals?state=kept&limit=100",
+                     headers=ADMIN).get_json()["proposals"]
+    kept = [p for p in states if "lobby printer" in p["unit_a"]["text"]
+            or "Backups of the billing" in p["unit_a"]["text"]]
+    assert len(kept) == 2 and {p["decided_by"] for p in kept} == {"admin"}, kept
 
 
 def test_a_job_is_watched_until_it_succeeds(page, data, web_app):
