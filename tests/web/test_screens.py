@@ -221,6 +221,20 @@ def test_a_job_is_watched_until_it_succeeds(page, data, web_app):
     page.goto(f"/ui/banks/{BANK}/jobs/{failed}")
     expect(page.get_by_test_id("job-state")).to_have_text("failed", timeout=120_000)
     expect(page.get_by_test_id("job-error")).to_contain_text("broken.pdf: cannot convert")
+    # what the extract stage keeps when the LLM's reply does not parse (written here as the
+    # stage writes it: no LLM is configured in these tests)
+    svc = web_app.extensions["rcll"]
+    from rcll.store import item_errors
+
+    with svc.pool.connection() as conn, conn.transaction():
+        item_errors.add(conn, failed, "extract", "LLMInvalidReply: reply is not valid JSON",
+                        item_index=0, unit_id=data["ids"]["deploy"],
+                        raw_reply='{"facts": [<b>unterminated')
+    page.reload()
+    errors = page.get_by_test_id("item-errors")
+    expect(errors).to_contain_text("LLMInvalidReply")
+    errors.locator("summary").first.click()
+    expect(page.get_by_test_id("raw-reply")).to_have_text('{"facts": [<b>unterminated')
     shot(page, "job-failed")
     page.goto(f"/ui/jobs?bank_id={BANK}")
     expect(page.get_by_test_id("job-state").first).to_be_visible()
