@@ -12,13 +12,16 @@ and retains everything twice, synchronously, into a scratch database of its own:
 Then prints, per bank: units, markup-only units, the pairwise count (the old rule: one
 proposal per pair, :func:`rcll.store.dedup.candidate_pairs`) and the open proposals of a real
 scan (clusters, markup never proposed), with the biggest clusters and a check that no open
-proposal has a markup-only member.
+proposal has a markup-only member; and the decisions a person makes on the dedup review
+screen (``/ui/banks/{bank}/dedup``, its "open decisions left" count read from the served
+page: one per pair or cluster) with the memories those decisions cover.
 
     HF_HUB_OFFLINE=1 python benchmarks/dedup_markup.py > benchmarks/results/dedup_markup.txt
 """
 
 from __future__ import annotations
 
+import re
 import shutil
 import sys
 import tempfile
@@ -129,7 +132,8 @@ def main() -> None:
         print(f"\nscan: newest {s.dedup_window} units, pair floor {s.dedup_min_cosine}, "
               f"cluster floor {s.dedup_cluster_min_cosine}, model {model}\n")
         print(f"{'bank':5} {'units':>6} {'markup-only units':>18} {'pairs (old rule)':>17} "
-              f"{'of them with markup':>20} {'open proposals now':>19} {'clusters >2':>12}")
+              f"{'of them with markup':>20} {'open proposals now':>19} {'clusters >2':>12} "
+              f"{'review-screen decisions':>24} {'memories covered':>17}")
         for bank in ("old", "new"):
             with svc.pool.connection() as conn:
                 conn.row_factory = dict_row
@@ -153,16 +157,21 @@ def main() -> None:
             bad = [p["id"] for p in props if any(is_markup_only(full[m["id"]])
                                                  for m in p["members"])]
             assert not bad, bad
+            html = client.get(f"/ui/banks/{bank}/dedup").get_data(as_text=True)
+            shown = re.search(r'data-testid="proposals-left">(\d+)<', html)
+            assert shown, "the dedup review screen shows no count"
+            covered = len({m["id"] for p in props for m in p["members"]})
             print(f"{bank:5} {len(texts):6} {sum(map(is_markup_only, texts)):18} {len(pairs):17} "
                   f"{markup_pairs:20} {page['total']:19} "
-                  f"{sum(p['size'] > 2 for p in props):12}")
+                  f"{sum(p['size'] > 2 for p in props):12} {int(shown.group(1)):24} {covered:17}")
             big = sorted(props, key=lambda p: -p["size"])[:3]
             for p in big:
                 if p["size"] > 2:
                     print(f"      cluster of {p['size']} (cosine ≥ {p['cosine']:.3f}): "
                           f"{p['members'][0]['text'][:70]!r}")
         print("\nbefore = bank old, pairs (old rule); after = bank new, open proposals now; "
-              "no open proposal has a markup-only member (checked).")
+              "no open proposal has a markup-only member (checked); review-screen decisions = "
+              "the count the dedup review screen shows (one per pair or cluster).")
         svc.close()
     finally:
         dev_redis.stop(s)

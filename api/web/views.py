@@ -332,13 +332,70 @@ def delete_document(bank_id: str, document_id: str):
 
 
 # --- dedup review -------------------------------------------------------------------------------
+def word_diff(a: str | None, b: str | None) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """Two texts' differences, word by word (:class:`difflib.SequenceMatcher` over
+    whitespace-separated words): ``(segments_a, segments_b)``, each a list of ``(kind, text)``
+    with ``kind`` ``same`` or ``diff`` (a word only this side has). The template marks
+    ``diff`` with ``<del>`` / ``<ins>``; the texts stay escaped."""
+    from difflib import SequenceMatcher
+
+    wa, wb = (a or "").split(), (b or "").split()
+    out_a: list[tuple[str, str]] = []
+    out_b: list[tuple[str, str]] = []
+    for op, i1, i2, j1, j2 in SequenceMatcher(None, wa, wb, autojunk=False).get_opcodes():
+        kind = "same" if op == "equal" else "diff"
+        if i2 > i1:
+            out_a.append((kind, " ".join(wa[i1:i2])))
+        if j2 > j1:
+            out_b.append((kind, " ".join(wb[j1:j2])))
+    return out_a, out_b
+
+
+bp.add_app_template_global(word_diff, "word_diff")
+
+
 @screen("/ui/banks/<bank_id>/dedup")
 def dedup(bank_id: str):
-    """Open dedup proposals, highest cosine first, with merge / keep (keys m / k)."""
-    who = web.caller()
-    rows, total = consolidate_service().dedup_proposals(who, _bank(bank_id), "open", PAGE, 0)
+    """Open dedup proposals, highest cosine first: one decision per proposal (a pair, or a
+    cluster of near-identical units), the texts side by side with their differences marked,
+    merge / keep (keys m / k on the first), bulk decisions on the ticked ones, the count left,
+    and the latest decided proposals with who decided."""
+    who, cons = web.caller(), consolidate_service()
+    rows, total = cons.dedup_proposals(who, _bank(bank_id), "open", PAGE, 0)
+    decided = []
+    for state in ("merged", "kept"):
+        done, _ = cons.dedup_proposals(who, bank_id, state, 20, 0)
+        decided += done
+    decided.sort(key=lambda p: p.get("decided_at") or "", reverse=True)
     return render_template("dedup.html", bank_id=bank_id, proposals=rows, total=total,
-                           can_decide=who.can(bank_id, "admin"))
+                           decided=decided[:20], can_decide=who.can(bank_id, "admin"))
+
+
+@screen("/ui/banks/<bank_id>/dedup/bulk", methods=("POST",))
+def decide_bulk(bank_id: str):
+    """Decide every ticked proposal (``proposal_ids``) the same way: ``action`` merge | keep.
+    Each is one decision of the consolidate service (its own transaction and audit entry);
+    one decided meanwhile by someone else is skipped and counted."""
+    action = request.form.get("action", "")
+    if action not in ("merge", "keep"):
+        raise InvalidInput("action must be merge or keep")
+    ids = request.form.getlist("proposal_ids")
+    if not ids:
+        raise InvalidInput("tick at least one proposal")
+    who, cons = web.caller(), consolidate_service()
+    done = skipped = 0
+    for pid in ids[:PAGE]:
+        try:
+            cons.decide_dedup(who, _bank(bank_id), pid, action, decided_by=who.member_id)
+            done += 1
+        except RCLLError as exc:
+            if exc.status != 409:
+                raise
+            skipped += 1
+    flash(f"{done} proposal{'' if done == 1 else 's'} "
+          f"{'merged' if action == 'merge' else 'kept apart'}"
+          + (f"; {skipped} already decided" if skipped else "") + ".")
+    return redirect(url_for("web.dedup", bank_id=bank_id))
 
 
 @screen("/ui/banks/<bank_id>/dedup/<proposal_id>", methods=("POST",))
@@ -406,19 +463,80 @@ def recall(bank_id: str):
 # --- entities -------------------------------------------------------------------------------------
 @screen("/ui/banks/<bank_id>/entities")
 def entities(bank_id: str):
-    """The entities of a bank mentioned by units the member sees, most mentioned first."""
+    """The entities of a bank mentioned by units the member sees, most mentioned first, with
+    the open merge proposals (merge or reject) and a merge of the entities ticked."""
+    who, svc = web.caller(), services().entities
     offset = _page()
     q = request.args.get("q") or None
-    rows, total = services().entities.list(web.caller(), _bank(bank_id), PAGE, offset, q)
+    rows, total = svc.list(who, _bank(bank_id), PAGE, offset, q)
+    proposals, n_open = svc.proposals(who, bank_id, "open", PAGE, 0)
+    decided, n_decided = svc.proposals(who, bank_id, None, 200, 0)
+    decided = [p for p in decided if p["state"] != "open"][:20]
     return render_template("entities.html", bank_id=bank_id, entities=rows, total=total,
-                           q=q or "", offset=offset, page=PAGE)
+                           q=q or "", offset=offset, page=PAGE, proposals=proposals,
+                           n_open=n_open, decided=decided,
+                           can_edit=who.can(bank_id, "admin"))
+
+
+@screen("/ui/banks/<bank_id>/entities/merge", methods=("POST",))
+def merge_entities(bank_id: str):
+    """Merge the ticked entities (``entity_ids``) into the one chosen to keep (``keep``,
+    default the first ticked); opens the kept entity."""
+    ids = request.form.getlist("entity_ids")
+    keep = request.form.get("keep") or (ids[0] if ids else "")
+    if keep and keep not in ids:
+        ids.insert(0, keep)
+    who = web.caller()  # the service checks the role, then the ids (400 with fewer than 2)
+    out = services().entities.merge(who, _bank(bank_id), {
+        "entity_ids": [keep] + [i for i in ids if i != keep] if keep else [],
+        "actor": who.member_id})
+    flash(f"Merged {len(ids)} entities into {out['entity']['name']}.")
+    return redirect(url_for("web.entity", bank_id=bank_id, entity_id=out["entity"]["id"]))
+
+
+@screen("/ui/banks/<bank_id>/entities/proposals/<proposal_id>", methods=("POST",))
+def decide_entity_proposal(bank_id: str, proposal_id: str):
+    """Decide an entity-merge proposal: ``action`` merge (keeping ``keep_id`` if given)
+    or reject."""
+    action = request.form.get("action", "")
+    if action not in ("merge", "reject"):
+        raise InvalidInput("action must be merge or reject")
+    who = web.caller()
+    body = {"proposal_id": proposal_id, "actor": who.member_id}
+    if action == "reject":
+        body["decision"] = "reject"
+    elif request.form.get("keep_id"):
+        body["keep_id"] = request.form["keep_id"]
+    out = services().entities.merge(who, _bank(bank_id), body)
+    flash("Proposal rejected: the two stay apart." if action == "reject"
+          else f"Merged into {out['entity']['name']}.")
+    return redirect(url_for("web.entities", bank_id=bank_id))
 
 
 @screen("/ui/banks/<bank_id>/entities/<entity_id>")
 def entity(bank_id: str, entity_id: str):
-    """One entity with the member's units mentioning it and its co-mentioned entities."""
-    e = services().entities.get(web.caller(), _bank(bank_id), entity_id, PAGE, _page())
-    return render_template("entity.html", bank_id=bank_id, e=e)
+    """One entity with the member's units mentioning it, its co-mentioned entities, its
+    history (merges, splits) and, for admins, the split form."""
+    who = web.caller()
+    e = services().entities.get(who, _bank(bank_id), entity_id, PAGE, _page())
+    return render_template("entity.html", bank_id=bank_id, e=e,
+                           can_edit=who.can(bank_id, "admin"))
+
+
+@screen("/ui/banks/<bank_id>/entities/<entity_id>/split", methods=("POST",))
+def split_entity(bank_id: str, entity_id: str):
+    """Split a new entity off: the ticked ``aliases`` or the ticked mentions (``unit_ids``),
+    optional ``name``; opens the new entity."""
+    who = web.caller()
+    body: dict = {"actor": who.member_id}
+    for field in ("aliases", "unit_ids"):
+        if request.form.getlist(field):
+            body[field] = request.form.getlist(field)
+    if request.form.get("name", "").strip():
+        body["name"] = request.form["name"].strip()
+    out = services().entities.split(who, _bank(bank_id), entity_id, body)
+    flash(f"Split off as {out['entity']['name']}.")
+    return redirect(url_for("web.entity", bank_id=bank_id, entity_id=out["entity"]["id"]))
 
 
 # --- access (admins) -----------------------------------------------------------------------------

@@ -4,8 +4,11 @@ read a bank's entities and merge proposals, and to merge, split or reject (spec 
 Every method takes the caller's :class:`~rcll.access.principal.Principal` first and checks
 its role itself (``read`` to read; ``admin`` to merge, split or decide a proposal). Only
 units the caller may see count for entities, their mentions and proposals
-(:func:`rcll.access.visibility.unit_filter`, alias ``vu``). Each edit owns its transaction
-and its audit entry (``entity.merge``, ``entity.split``, ``entity.proposal_reject``).
+(:func:`rcll.access.visibility.unit_filter`, alias ``vu``). Each edit owns its transaction,
+its audit entry (``entity.merge``, ``entity.split``, ``entity.proposal_reject``) and the cache
+invalidation after its commit: a merge or split changes which units tier 2's entity drawer
+finds for a query, so tier 1 forgets the bank's cached answers (cues,
+:func:`rcll.cascade.invalidation.bank_written`) and a re-asked question is answered afresh.
 
 The edit methods take the request's fields as sent and check them themselves, in the order
 the HTTP answers have always had (unknown fields, then the bank, then each field), so every
@@ -18,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from rcll.access.principal import Principal
 from rcll.access.visibility import unit_filter
+from rcll.cascade import invalidation
 from rcll.errors import InvalidInput
 from rcll.store import audit, banks, entities, entity_edits
 
@@ -155,6 +159,7 @@ class EntityService:
                 merged = {"entity_ids": ids}
             audit.record(conn, principal.member_id, "entity.merge", bank_id, None,
                          {**merged, "kept": str(kept["id"]), "actor": actor})
+        invalidation.bank_written(self._services.hot_tier, bank_id)
         return {"entity": entities.public(kept)}
 
     def split(self, principal: Principal, bank_id: str, entity_id: str, body: dict) -> dict:
@@ -174,4 +179,5 @@ class EntityService:
             audit.record(conn, principal.member_id, "entity.split", bank_id, None,
                          {"entity_id": entity_id, "new_id": str(new["id"]),
                           "aliases": body.get("aliases"), "unit_ids": body.get("unit_ids")})
+        invalidation.bank_written(self._services.hot_tier, bank_id)
         return {"entity": entities.public(new)}

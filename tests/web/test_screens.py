@@ -147,11 +147,55 @@ def test_dedup_review_decides_from_the_keyboard(page, data):
     page.goto(f"/ui/banks/{BANK}/dedup")
     left = int(page.get_by_test_id("proposals-left").inner_text())
     assert left >= 1
-    expect(page.locator("[data-first-proposal]")).to_contain_text("Rotate the Redis password")
+    first = page.locator("[data-first-proposal]")
+    expect(first).to_contain_text("Rotate the Redis password")
+    expect(first.locator("del")).to_have_text(["the"])  # the words that differ, marked
+    expect(first.locator("ins")).to_have_text(["all"])
     shot(page, "dedup")
     page.keyboard.press("k")  # keep both, from the keyboard
     expect(page.get_by_role("status").first).to_contain_text("kept apart")
     expect(page.get_by_test_id("proposals-left")).to_have_text(str(left - 1))
+    decided = page.get_by_test_id("dedup-decided")
+    expect(decided.locator("tr", has_text="Rotate the Redis")).to_contain_text("kept")
+    expect(decided.locator("tr", has_text="Rotate the Redis")).to_contain_text("admin")
+
+
+def test_dedup_cluster_is_one_decision_and_bulk_decisions(page, data, web_app):
+    from tests.access.conftest import ADMIN
+
+    api = web_app.test_client()
+    texts = ["Backups of the billing database run nightly at two in the morning.",
+             "Backups of the billing database run nightly at two in the morning.",  # again: another document
+             "Backups of the billing database run nightly, at two in the morning.",
+             "The lobby printer jams when duplex printing is on for long reports.",
+             "The lobby printer jams when duplex printing is on for longer reports."]
+    r = api.post(f"/v1/default/banks/{BANK}/memories", json={"items": [
+        {"content": t, "document_id": f"bulk-{i}"} for i, t in enumerate(texts)],
+        "async": False}, headers=ADMIN)
+    assert r.get_json()["state"] == "succeeded", r.get_json()
+    assert api.post(f"/v1/default/banks/{BANK}/dedup-proposals/scan",
+                    headers=ADMIN).status_code == 200
+    sign_in(page, ADMIN_KEY)
+    page.goto(f"/ui/banks/{BANK}/dedup")
+    left = int(page.get_by_test_id("proposals-left").inner_text())
+    backups = page.get_by_test_id("proposal").filter(has_text="Backups of the billing")
+    expect(backups).to_have_count(1)  # three near-identical memories: one decision
+    expect(backups.get_by_role("heading")).to_contain_text("Cluster of 3")
+    expect(backups.locator("li")).to_have_count(3)
+    printer = page.get_by_test_id("proposal").filter(has_text="lobby printer")
+    expect(printer).to_have_count(1)
+    backups.get_by_role("checkbox").check()
+    printer.get_by_role("checkbox").check()
+    shot(page, "dedup-cluster")
+    page.get_by_role("button", name="Keep the ticked apart").click()
+    expect(page.get_by_role("status").first).to_contain_text("2 proposals kept apart")
+    expect(page.get_by_test_id("proposals-left")).to_have_text(str(left - 2))
+    expect(page.get_by_test_id("proposal").filter(has_text="lobby printer")).to_have_count(0)
+    states = api.get(f"/v1/default/banks/{BANK}/dedup-proposals?state=kept&limit=100",
+                     headers=ADMIN).get_json()["proposals"]
+    kept = [p for p in states if "lobby printer" in p["unit_a"]["text"]
+            or "Backups of the billing" in p["unit_a"]["text"]]
+    assert len(kept) == 2 and {p["decided_by"] for p in kept} == {"admin"}, kept
 
 
 def test_a_job_is_watched_until_it_succeeds(page, data, web_app):
@@ -177,6 +221,20 @@ def test_a_job_is_watched_until_it_succeeds(page, data, web_app):
     page.goto(f"/ui/banks/{BANK}/jobs/{failed}")
     expect(page.get_by_test_id("job-state")).to_have_text("failed", timeout=120_000)
     expect(page.get_by_test_id("job-error")).to_contain_text("broken.pdf: cannot convert")
+    # what the extract stage keeps when the LLM's reply does not parse (written here as the
+    # stage writes it: no LLM is configured in these tests)
+    svc = web_app.extensions["rcll"]
+    from rcll.store import item_errors
+
+    with svc.pool.connection() as conn, conn.transaction():
+        item_errors.add(conn, failed, "extract", "LLMInvalidReply: reply is not valid JSON",
+                        item_index=0, unit_id=data["ids"]["deploy"],
+                        raw_reply='{"facts": [<b>unterminated')
+    page.reload()
+    errors = page.get_by_test_id("item-errors")
+    expect(errors).to_contain_text("LLMInvalidReply")
+    errors.locator("summary").first.click()
+    expect(page.get_by_test_id("raw-reply")).to_have_text('{"facts": [<b>unterminated')
     shot(page, "job-failed")
     page.goto(f"/ui/jobs?bank_id={BANK}")
     expect(page.get_by_test_id("job-state").first).to_be_visible()
@@ -278,3 +336,99 @@ def test_a_document_is_deleted_after_its_confirmation(page, data, web_app):
     expect(page.get_by_role("status").first).to_contain_text("Document deleted (1 units)")
     expect(page.locator("table")).not_to_contain_text("scratch")
     assert page.goto(f"/ui/banks/{BANK}/documents/scratch").status == 404
+
+
+def test_merge_two_entities_then_split_one_off(page, data, web_app):
+    from tests.access.conftest import ADMIN
+
+    api = web_app.test_client()
+    r = api.post(f"/v1/default/banks/{BANK}/memories", json={"items": [
+        {"content": "Priya Raman leads the billing migration this quarter.",
+         "document_id": "ent-1"},
+        {"content": "The invoice schema was reviewed by Priya with the finance team.",
+         "document_id": "ent-2"}], "async": False}, headers=ADMIN)
+    assert r.get_json()["state"] == "succeeded", r.get_json()
+    ents = api.get(f"/v1/default/banks/{BANK}/entities?q=priya", headers=ADMIN).get_json()
+    names = {e["name"].lower(): e["id"] for e in ents["entities"]}
+    assert {"priya", "priya raman"} <= set(names), names
+    proposals = api.get(f"/v1/default/banks/{BANK}/entities/merge-proposals?state=open",
+                        headers=ADMIN).get_json()["proposals"]
+    assert any({p["entity_a"]["id"], p["entity_b"]["id"]} == set(names.values())
+               for p in proposals)  # "one name starts the other": proposed, not merged
+
+    sign_in(page, ADMIN_KEY)
+    page.goto(f"/ui/banks/{BANK}/entities")
+    left = int(page.get_by_test_id("entity-proposals-left").inner_text())
+    expect(page.get_by_test_id("entity-proposals")).to_contain_text("Priya Raman")
+    shot(page, "entities")
+    row = page.get_by_test_id("entity-proposals").locator("tr", has_text="Priya Raman")
+    row.get_by_role("button", name=re.compile("^Keep .* apart$")).click()
+    expect(page.get_by_role("status").first).to_contain_text("Proposal rejected")
+    expect(page.get_by_test_id("entity-proposals-left")).to_have_text(str(left - 1))
+    expect(page.get_by_test_id("entity-proposals-decided")).to_contain_text("rejected")
+
+    # a person merges them anyway: tick both, keep "Priya Raman"
+    page.goto(f"/ui/banks/{BANK}/entities?q=priya")
+    for e_id in names.values():
+        page.locator(f"#m-{e_id}").check()
+    page.get_by_role("radio", name="Keep Priya Raman").check()
+    shot(page, "entities-merge")
+    page.get_by_role("button", name="Merge the ticked entities").click()
+    expect(page.get_by_role("status").first).to_contain_text("Merged 2 entities into Priya Raman")
+    expect(page.get_by_role("heading", name="Priya Raman", exact=True)).to_be_visible()
+    mentions = page.get_by_test_id("mentions").locator("li")
+    expect(mentions).to_have_count(2)
+    expect(page.get_by_test_id("entity-history")).to_contain_text("merge")
+    kept = page.url.rsplit("/", 1)[1]
+    assert kept == names["priya raman"]
+    after = api.get(f"/v1/default/banks/{BANK}/entities/{names['priya']}", headers=ADMIN)
+    assert after.status_code == 404  # the other one is gone into the kept one (no mention left)
+    listed = api.get(f"/v1/default/banks/{BANK}/entities?q=priya", headers=ADMIN).get_json()
+    assert [e["id"] for e in listed["entities"]] == [kept]
+    shot(page, "entity-merged")
+
+    # split the invoice mention back off as its own entity
+    mentions.filter(has_text="invoice schema").get_by_role("checkbox").check()
+    page.get_by_label(re.compile("^Name of the new entity")).fill("Priya Nair")
+    page.get_by_role("button", name="Split off the ticked mentions").click()
+    expect(page.get_by_role("status").first).to_contain_text("Split off as Priya Nair")
+    expect(page.get_by_role("heading", name="Priya Nair", exact=True)).to_be_visible()
+    expect(page.get_by_test_id("mentions").locator("li")).to_have_count(1)
+    expect(page.get_by_test_id("mentions")).to_contain_text("invoice schema")
+    shot(page, "entity-split")
+    page.goto(f"/ui/banks/{BANK}/entities/{kept}")
+    expect(page.get_by_test_id("mentions").locator("li")).to_have_count(1)
+    expect(page.get_by_test_id("mentions")).to_contain_text("billing migration")
+    log = api.get(f"/banks/{BANK}/audit?limit=20", headers=ADMIN).get_json()
+    actions = [e["action"] for e in (log["entries"] if isinstance(log, dict) else log)]
+    assert {"entity.merge", "entity.split", "entity.proposal_reject"} <= set(actions), actions
+
+
+def test_entity_screens_are_read_only_for_a_reader_and_hide_unseen_units(page, data, web_app):
+    api = web_app.test_client()
+    r = api.post(f"/banks/{BANK}/units", json={  # carol's own; bob may not see it
+        "text": "The spare badge is kept by Zephyrine Okafor in the locked drawer.",
+        "audience": data["carol_id"]}, headers={"Authorization": f"Bearer {data['carol']}"})
+    assert r.status_code == 201, r.get_json()
+    hidden = r.get_json()["id"]
+    sign_in(page, data["carol"])  # the owner finds the entity and the unit
+    page.goto(f"/ui/banks/{BANK}/entities?q=zephyrine")
+    link = page.get_by_role("link", name="Zephyrine Okafor")
+    href = link.get_attribute("href")
+    link.click()
+    expect(page.get_by_test_id("mentions")).to_contain_text("spare badge")
+    page.get_by_role("button", name="Sign out").click()
+    sign_in(page, data["bob"])
+    page.goto(f"/ui/banks/{BANK}/entities?q=zephyrine")
+    expect(page.get_by_role("link", name="Zephyrine Okafor")).to_have_count(0)
+    assert page.goto(href).status == 404
+    for url in (f"/ui/banks/{BANK}/entities", href):
+        page.goto(url)
+        assert "spare badge" not in page.content() and hidden not in page.content(), url
+    page.goto(f"/ui/banks/{BANK}/entities")
+    expect(page.get_by_role("button", name="Merge the ticked entities")).to_have_count(0)
+    expect(page.get_by_role("button", name="Merge")).to_have_count(0)
+    r = page.request.post(f"/ui/banks/{BANK}/entities/merge", max_redirects=0, form={
+        "csrf_token": page.locator("input[name=csrf_token]").first.get_attribute("value"),
+        "entity_ids": ["a", "b"]})
+    assert r.status == 403, r.status
