@@ -10,13 +10,24 @@ from flask import Flask
 
 from api import auth, errors, openapi, web
 from api import metrics as api_metrics
-from api.routes import access, banks, closets, dedup, feedback, health, memories, operations, recall, retain
+from api.hindsight_routes import HINDSIGHT_ROUTES
+from api.routes import (
+    access,
+    banks,
+    closets,
+    dedup,
+    feedback,
+    health,
+    hindsight_unserved,
+    memories,
+    operations,
+    recall,
+    retain,
+)
 from api.routes import context as context_routes
 from api.routes import entities as entity_routes
 from api.routes import files as file_routes
-from api.hindsight_routes import HINDSIGHT_ROUTES
 from api.routes import hindsight as hindsight_routes
-from api.routes import hindsight_unserved
 from api.routes import tunnels as tunnel_routes
 from api.routes import units as unit_routes
 from rcll.access import deployment

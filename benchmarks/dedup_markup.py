@@ -87,8 +87,7 @@ def main() -> None:
     from rcll.dev import postgres
     from rcll.dev import redis as dev_redis
     from rcll.retain.markup import is_markup_only
-    from rcll.store import dedup
-    from rcll.store import migrate
+    from rcll.store import dedup, migrate
     from tests.conftest import free_port
 
     tmp = Path(tempfile.mkdtemp(prefix="dedup-markup-"))

@@ -6,7 +6,6 @@ Every other module receives a :class:`Settings` instance; nothing else reads ``o
 from __future__ import annotations
 
 import os
-
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal

@@ -10,6 +10,7 @@ import time
 
 from flask import Blueprint, jsonify
 
+import rcll
 from api import contracts as C
 from api.auth import requires
 from api.deps import services
@@ -35,8 +36,6 @@ def healthz():
 def health_live():
     """Hindsight's liveness probe: ``{"status": "alive", "version", "uptime_seconds"}``
     while the process serves (nothing else is checked)."""
-    import rcll
-
     return jsonify({"status": "alive", "version": rcll.__version__,
                     "uptime_seconds": round(time.monotonic() - _STARTED, 3)})
 

@@ -97,25 +97,21 @@ def flask_rule(path: str) -> str:
     return re.sub(r"\{([^}]+)\}", r"<\1>", path)
 
 
-def served(app: Flask, method: str, path: str) -> bool:
-    """Whether a view of ``app`` answers ``method`` on ``path`` (parameters filled in)."""
+def _endpoint(app: Flask, method: str, path: str) -> str | None:
+    """The endpoint of ``app`` that answers ``method`` on ``path`` (parameters filled in),
+    or None."""
     probe = re.sub(r"\{[^}]+\}", "x", path)
     try:
-        app.url_map.bind("localhost").match(probe, method=method)
-        return True
+        return app.url_map.bind("localhost").match(probe, method=method)[0]
     except (NotFound, MethodNotAllowed):
-        return False
+        return None
 
 
 def served_by_rcll(app: Flask, method: str, path: str) -> bool:
     """Whether a view of RCLL's own (not one this module added) answers ``method`` on
     ``path``."""
-    probe = re.sub(r"\{[^}]+\}", "x", path)
-    try:
-        endpoint, _ = app.url_map.bind("localhost").match(probe, method=method)
-    except (NotFound, MethodNotAllowed):
-        return False
-    return not endpoint.startswith(PREFIX)
+    endpoint = _endpoint(app, method, path)
+    return endpoint is not None and not endpoint.startswith(PREFIX)
 
 
 def _view(method: str, path: str, llm: bool, reason: str) -> Callable:
@@ -143,7 +139,7 @@ def register(app: Flask, routes: list[tuple[str, str]]) -> list[tuple[str, str]]
     returns the ones added."""
     added = []
     for method, path in routes:
-        if served(app, method, path) and (method, path) not in SHADOWED:
+        if _endpoint(app, method, path) is not None and (method, path) not in SHADOWED:
             continue
         llm, reason = classify(method, path)
         endpoint = PREFIX + re.sub(r"\W+", "_", f"{method}{path}").strip("_")

@@ -10,6 +10,7 @@ GET); destructive ones (forget, delete a document) go through a confirmation pag
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from flask import Blueprint, abort, flash, g, redirect, render_template, request, send_from_directory, url_for
@@ -332,6 +333,15 @@ def delete_document(bank_id: str, document_id: str):
 
 
 # --- dedup review -------------------------------------------------------------------------------
+def _latest_decided(page: Callable[[str], tuple[list[dict], int]], states: tuple[str, ...],
+                    n: int = 20) -> list[dict]:
+    """The ``n`` most recently decided proposals over ``states``; ``page(state)`` returns a
+    service's ``(rows, total)`` for one state (dedup and entity-merge proposals alike)."""
+    rows = [p for state in states for p in page(state)[0]]
+    rows.sort(key=lambda p: str(p.get("decided_at") or ""), reverse=True)
+    return rows[:n]
+
+
 def word_diff(a: str | None, b: str | None) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     """Two texts' differences, word by word (:class:`difflib.SequenceMatcher` over
     whitespace-separated words): ``(segments_a, segments_b)``, each a list of ``(kind, text)``
@@ -362,13 +372,10 @@ def dedup(bank_id: str):
     and the latest decided proposals with who decided."""
     who, cons = web.caller(), consolidate_service()
     rows, total = cons.dedup_proposals(who, _bank(bank_id), "open", PAGE, 0)
-    decided = []
-    for state in ("merged", "kept"):
-        done, _ = cons.dedup_proposals(who, bank_id, state, 20, 0)
-        decided += done
-    decided.sort(key=lambda p: p.get("decided_at") or "", reverse=True)
+    decided = _latest_decided(lambda state: cons.dedup_proposals(who, bank_id, state, 20, 0),
+                              ("merged", "kept"))
     return render_template("dedup.html", bank_id=bank_id, proposals=rows, total=total,
-                           decided=decided[:20], can_decide=who.can(bank_id, "admin"))
+                           decided=decided, can_decide=who.can(bank_id, "admin"))
 
 
 @screen("/ui/banks/<bank_id>/dedup/bulk", methods=("POST",))
@@ -470,8 +477,8 @@ def entities(bank_id: str):
     q = request.args.get("q") or None
     rows, total = svc.list(who, _bank(bank_id), PAGE, offset, q)
     proposals, n_open = svc.proposals(who, bank_id, "open", PAGE, 0)
-    decided, n_decided = svc.proposals(who, bank_id, None, 200, 0)
-    decided = [p for p in decided if p["state"] != "open"][:20]
+    decided = _latest_decided(lambda state: svc.proposals(who, bank_id, state, 20, 0),
+                              ("merged", "rejected"))
     return render_template("entities.html", bank_id=bank_id, entities=rows, total=total,
                            q=q or "", offset=offset, page=PAGE, proposals=proposals,
                            n_open=n_open, decided=decided,

@@ -13,8 +13,8 @@ runs one forward pass at a time, so concurrent queries queue behind each other. 
 that queued (up to ``max_batch``) in one pass and hands each its row; queries that arrive
 meanwhile form the next batch, led by the first of them. A leader waits only when the
 previous batch had company (more than one query): a lone client, whose batches are all of
-one, never pays the wait, and the first burst of concurrency turns it on. Calls with several texts (the
-write path) go straight to the embedder. Results are identical to single calls up to float
+one, never pays the wait, and the first burst of concurrency turns it on. Calls with
+several texts (the write path) go straight to the embedder. Results are identical to single calls up to float
 rounding (the same model on the same texts).
 """
 
