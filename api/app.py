@@ -23,6 +23,7 @@ from api.routes import (
     operations,
     recall,
     retain,
+    transfer,
 )
 from api.routes import context as context_routes
 from api.routes import entities as entity_routes
@@ -80,6 +81,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     app.register_blueprint(tunnel_routes.bp)
     app.register_blueprint(hindsight_routes.bp)
     app.register_blueprint(file_routes.bp)
+    app.register_blueprint(transfer.bp)  # bank export, import and clone (api/routes/transfer)
     # /openapi.json and /docs (docs/reference/http-conventions.md "OpenAPI")
     app.register_blueprint(openapi.bp)
     web.register(app)  # /, /ui/... : the web screens (docs/reference/web-screens.md)

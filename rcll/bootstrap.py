@@ -281,6 +281,13 @@ class Services:
 
         return ConsolidateService(self, enqueue)
 
+    def transfer_service(self, enqueue: Callable[[str, str], None]):
+        """Bank export, import and clone (:class:`rcll.transfer.service.TransferService`)
+        over this process's pools, sending an import's embed step with ``enqueue``."""
+        from rcll.transfer.service import TransferService
+
+        return TransferService(self, enqueue)
+
     def recall_context(self) -> RecallContext:
         s = self.settings
         return RecallContext(pool=self.read_pool, embedder=self.embedder, tokens=self.tokens,

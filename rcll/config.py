@@ -193,6 +193,13 @@ class Settings(BaseSettings):
     file_convert_max_memory_mb: int = Field(
         2048, ge=256, description="RCLL_FILE_CONVERT_MAX_MEMORY_MB: address space of the "
         "child process converting one file (RLIMIT_AS), MiB.")
+    # bank export and import (rcll.transfer; docs/guides/export-import.md)
+    transfer_max_bytes: int = Field(
+        8 * 1024 ** 3, ge=1024, description="RCLL_TRANSFER_MAX_BYTES: most bytes of one bank "
+        "import, the upload and its decompressed stream each (413 payload_too_large).")
+    transfer_max_line_bytes: int = Field(
+        16 * 1024 ** 2, ge=1024, description="RCLL_TRANSFER_MAX_LINE_BYTES: most bytes of one "
+        "line (one record) of an import (400 invalid_export naming the line).")
     semantic_link_top_k: int = Field(
         5, ge=0, description="Semantic links per new unit: its k most similar live units of the bank.")
     semantic_link_min_cosine: float = Field(

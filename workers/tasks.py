@@ -18,6 +18,7 @@ from rcll.files import stage as file_stage
 from rcll.retain import lease, pipeline, recovery, stages
 from rcll.retain.stages import Stage
 from rcll.store import neighbour_length, vector_index
+from rcll.transfer import embed as transfer_embed
 from workers.celery_app import app
 from workers.queues import (
     CLOSET_CHECK_TASK,
@@ -192,6 +193,13 @@ def convert_task(self, job_id: str) -> None:
     if converted:  # if this send is lost, the sweep re-sends the job at chunk
         nxt = stages.first()
         app.send_task(nxt.task_name, args=[job_id], queue=nxt.queue)
+
+
+@app.task(name=transfer_embed.TASK, bind=True, max_retries=len(stages.RETRY_DELAYS_S))
+def transfer_embed_task(self, job_id: str) -> None:
+    """An import's ``import_embed`` step (queue ``embed``) under the job's lease
+    (:func:`rcll.transfer.embed.run_import_embed`); it ends the job itself."""
+    _run_job_step(self, stages.JOB_STEPS[transfer_embed.STAGE], job_id)
 
 
 @app.task(name=CLOSET_CHECK_TASK, ignore_result=True)

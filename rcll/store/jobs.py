@@ -300,7 +300,8 @@ def to_json(job: dict) -> dict:
     """A job row as the API's operation object (ISO times, string ids): RCLL's ``state``
     (queued, running, succeeded, partial, failed) and, beside it, Hindsight's ``status``
     (:data:`HINDSIGHT_STATUS`), ``operation_id`` (= ``id``), ``task_type`` (= ``kind``),
-    ``items_count`` and ``error_message`` (= ``error``), and ``progress`` in units
+    ``items_count`` and ``error_message`` (= ``error``), ``result_metadata`` (a transfer's,
+    from its counts; :mod:`rcll.transfer.service`), and ``progress`` in units
     (:func:`unit_progress`). The rule's fields
     (:data:`RULE_FIELDS`) are left out. Unfiltered: routes show a job through
     :func:`rcll.access.jobs.job_json`, which redacts it for a caller who may not see it."""
@@ -312,6 +313,8 @@ def to_json(job: dict) -> dict:
     counts = job.get("counts") or {}
     out["items_count"] = int(counts.get("items", counts.get("items_total", 0)) or 0)
     out["error_message"] = job.get("error")
+    if "result_metadata" in counts:  # a transfer's: its download or per-component counts
+        out["result_metadata"] = counts["result_metadata"]
     if "state" in job:
         out["unit_progress"] = unit_progress(job)
     return json.loads(json.dumps(out, default=str))
