@@ -119,10 +119,10 @@ def export_bank(bank_id: str):
 @bp.post("/banks/<bank_id>/import")
 @requires("admin")
 @doc({201: T.ImportAnswer, 202: T.ImportAnswer}, query=C.ImportQuery, body=bytes,
-     body_required=False, body_content_type=fmt.MEDIA_TYPE, errors=IMPORT_ERRORS)
+     body_required=False, body_content_type="application/octet-stream", errors=IMPORT_ERRORS)
 def import_bank(bank_id: str):
-    """Import an export (the body: plain or gzip JSON Lines, or the multipart field
-    ``file``) into the bank, which must be new or empty, in one transaction: all of it or,
+    """Import an export (the body, of any content type: plain or gzip JSON Lines; or the
+    multipart field ``file``) into the bank, which must be new or empty, in one transaction: all of it or,
     on a bad line, nothing (400 ``invalid_export`` with the line). ``?ids=auto|keep|new``,
     ``?grants=false`` leaves the export's grants out. 201, or 202 while the units that came
     without a vector (or with another embedder's) are embedded by the operation."""

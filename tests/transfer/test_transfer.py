@@ -418,3 +418,37 @@ def test_hindsight_client_export_import_clone(app, services, source):
             assert db_counts(services, bank)["units"] == db_counts(services, source["bank"])["units"]
     finally:
         server.shutdown()
+
+
+def test_cli_export_then_import(app, services, source, monkeypatch, tmp_path):
+    """``rcll bank export BANK -o FILE`` (plain and .gz) and ``rcll bank import FILE --bank
+    NEW`` through the HTTP client."""
+    import httpx
+    from click.testing import CliRunner
+
+    from rcll.cli import main as cli_main
+    from rcll.client import RCLLClient
+
+    client = RCLLClient("http://rcll.test", transport=httpx.WSGITransport(app=app))
+    monkeypatch.setattr(cli_main, "_client", lambda: client)
+    run = CliRunner()
+    units = db_counts(services, source["bank"])["units"]
+    for name, extra in (("bank.jsonl", []), ("bank.jsonl.gz", []),
+                        ("novec.jsonl", ["--no-vectors"])):
+        path = tmp_path / name
+        r = run.invoke(cli_main.cli, ["bank", "export", source["bank"], "-o", str(path), *extra])
+        assert r.exit_code == 0, r.output
+        data = path.read_bytes()
+        assert (data[:2] == b"\x1f\x8b") is name.endswith(".gz")
+        bank = f"tr-cli-{name.split('.')[0]}-{len(name)}"
+        app.test_client().delete(f"/v1/default/banks/{bank}")
+        r = run.invoke(cli_main.cli, ["bank", "import", str(path), "--bank", bank, "--no-wait"])
+        assert r.exit_code == 0, r.output
+        assert f"imported into {bank}" in r.output and "ids new" in r.output
+        assert db_counts(services, bank)["units"] == units
+    # a bad file: a one-line error, nothing stored
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(b'{"type": "header"}\n')
+    r = run.invoke(cli_main.cli, ["bank", "import", str(bad), "--bank", "tr-cli-bad"])
+    assert r.exit_code != 0 and "invalid_export" in r.output
+    assert not rows(services, "SELECT 1 FROM memory_banks WHERE id = 'tr-cli-bad'")
