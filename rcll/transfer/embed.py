@@ -10,6 +10,7 @@ fills the gap later).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from rcll.cascade import invalidation
@@ -23,9 +24,11 @@ STAGE = "import_embed"
 TASK = "transfer.embed"
 
 
-def run_import_embed(ctx: RetainContext, job_id: str) -> None:
+def run_import_embed(ctx: RetainContext, job_id: str,
+                     on_batch: Callable[[int], None] | None = None) -> None:
     """Embed the job's units that lack a vector for the current model and input stamp, then
-    end the job (module doc). ``None`` always: the step ends the job itself."""
+    end the job (module doc); ``on_batch(units embedded so far)`` after each batch. ``None``
+    always: the step ends the job itself."""
     job = pipeline.live_job(ctx, job_id)
     if job is None:
         return None
@@ -43,6 +46,8 @@ def run_import_embed(ctx: RetainContext, job_id: str) -> None:
     def report(n: int) -> None:
         with ctx.pool.connection() as conn:
             jobs.progress(conn, job_id, {"units_embedded": done + n})
+        if on_batch is not None:
+            on_batch(n)
 
     n = pipeline.embed_missing(ctx, job_id=job_id, on_batch=report)
     with ctx.pool.connection() as conn:

@@ -41,6 +41,8 @@ import psycopg
 from psycopg import Connection
 from psycopg.types.json import Jsonb
 
+from rcll.access.principal import Principal
+from rcll.access.purposes import unit_access
 from rcll.errors import Rejected
 from rcll.transfer import format as fmt
 from rcll.transfer.export import Embedding
@@ -116,7 +118,9 @@ def _pairs(a, b):
 class Importer:
     """One import into ``bank_id`` (which exists, is empty and is locked by the caller's
     open transaction on ``conn``). ``ids``: :data:`IDS`; ``emb``: this deployment's embedder;
-    ``purposes``: the configured purpose set (a unit or document carrying another is refused);
+    ``purposes``: the configured purpose set; ``principal``: the importer, held to the write
+    rule of a retain for every unit's and document's audience and purposes
+    (:meth:`_check_access`; ``None``: an internal call);
     ``grants``: write the export's grants (members unknown here are skipped); ``data`` /
     ``config``: restore the records / the bank's name and config (Hindsight's
     ``include_data`` / ``include_bank_config``); ``job_id``: the import's job, stamped on
@@ -124,13 +128,17 @@ class Importer:
     ``on_progress(result)`` after every batch."""
 
     def __init__(self, conn: Connection, bank_id: str, *, ids: str, emb: Embedding,
-                 purposes: Iterable[str], grants: bool = True, data: bool = True,
-                 config: bool = True, job_id: str | None = None,
+                 purposes: Iterable[str], principal: Principal | None = None,
+                 grants: bool = True, data: bool = True, config: bool = True,
+                 job_id: str | None = None,
                  on_progress: Callable[[ImportResult], None] | None = None) -> None:
         if ids not in IDS:
             raise ValueError(f"ids must be one of {IDS}")
         self.conn, self.bank, self.mode, self.emb = conn, bank_id, ids, emb
-        self.purposes = frozenset(purposes)
+        self.known = tuple(purposes)
+        self.purposes = frozenset(self.known)
+        self.principal = principal
+        self._allowed: set[tuple] = set()
         self.grants, self.data, self.config, self.job_id = grants, data, config, job_id
         self.on_progress = on_progress
         self.result = ImportResult()
@@ -276,11 +284,21 @@ class Importer:
     def _shown(self, mapped):
         return mapped if self.result.ids == "keep" else f"(mapped) {mapped}"
 
-    def _check_purposes(self, n: int, rec) -> None:
-        bad = sorted(set(rec.purposes) - self.purposes)
-        if bad:
-            raise FormatError(n, f"{rec.type} record carries purpose(s) {bad} this deployment "
-                                 f"does not configure ({', '.join(sorted(self.purposes))})")
+    def _check_access(self, n: int, rec) -> None:
+        """The write rule of a retain (:func:`rcll.access.purposes.unit_access`) for the
+        record's ``audience`` and ``purposes``: purposes this deployment configures, one of
+        them granted to the importer, an audience of ``'bank'``, the importer itself or —
+        for a deployment admin — another member. Raises its 400 / 403, naming the line."""
+        key = (rec.audience, tuple(rec.purposes))
+        if key in self._allowed:
+            return
+        try:
+            unit_access(self.principal, self.bank, rec.audience, rec.purposes,
+                        known=self.known)
+        except Rejected as exc:
+            raise Rejected(exc.status, exc.code, f"line {n}: {rec.type} record: {exc.message}",
+                           {**exc.details, "line": n}) from None
+        self._allowed.add(key)
 
     _UNITS = "SELECT id FROM memory_units WHERE id = ANY(%(ids)s::uuid[]) AND bank_id = %(bank)s"
     _DOCS = "SELECT id FROM documents WHERE id = ANY(%(ids)s::uuid[]) AND bank_id = %(bank)s"
@@ -302,7 +320,7 @@ class Importer:
     def _w_document(self, rows) -> None:
         m = self.m
         for n, r in rows:
-            self._check_purposes(n, r)
+            self._check_access(n, r)
         self._fresh("documents", rows, lambda r: [m(r.id)])
         self._copy(
             """COPY documents (id, bank_id, document_id, content_hash, metadata, created_at,
@@ -334,7 +352,7 @@ class Importer:
     def _w_unit(self, rows) -> None:
         m, dim = self.m, self.emb.dim
         for n, r in rows:
-            self._check_purposes(n, r)
+            self._check_access(n, r)
             if self.vectors_ok and r.vector is not None and len(r.vector) != dim:
                 raise FormatError(n, f"unit vector has {len(r.vector)} values; the header's "
                                      f"embedding dim is {dim}")

@@ -22,6 +22,7 @@ the job ends ``succeeded`` in the import's transaction.
 from __future__ import annotations
 
 import itertools
+import json
 import logging
 import uuid
 from collections.abc import Callable, Iterable, Iterator
@@ -143,17 +144,15 @@ class TransferService:
             bank = banks.get(conn, bank_id)
             lines = export_lines(conn, bank, rule, emb, sel)
             first = next(lines)
+            with self.pool.connection() as wconn, wconn.transaction():
+                audit.record(wconn, principal.member_id, audit_action, bank_id, None,
+                             {**sel.to_json(), "gzip": gzip,
+                              "scope": "full" if rule.member is None and rule.purposes is None
+                              else "caller"})
         except BaseException:
             stack.close()
             raise
-        with self.pool.connection() as wconn, wconn.transaction():
-            audit.record(wconn, principal.member_id, audit_action, bank_id, None,
-                         {**sel.to_json(), "gzip": gzip,
-                          "scope": "full" if rule.member is None and rule.purposes is None
-                          else "caller"})
         body = itertools.chain([first], lines)
-        import json
-
         return ExportStream(stack, gzip_lines(body) if gzip else body, json.loads(first))
 
     def submit_export(self, principal: Principal, bank_id: str,
@@ -275,7 +274,8 @@ class TransferService:
                 job = self._lock_empty(conn, principal, target, record_on, kind, must_be_new)
                 job_id = str(job["id"])
                 imp = Importer(conn, target, ids=ids, emb=emb, purposes=s.purposes,
-                               grants=grants, data=data, config=config, job_id=job_id)
+                               principal=principal, grants=grants, data=data, config=config,
+                               job_id=job_id)
                 result = imp.run(lines)
                 job = self._end_job(conn, job_id, target, result, emb)
                 audit.record(conn, principal.member_id, "bank.import", target, None,

@@ -269,9 +269,6 @@ def test_malformed_input_is_400_and_stores_nothing(client, services, source):
                      + lines[first_unit + 1:], first_unit + 1),
         "NUL in text": (lines[:first_unit] + [json.dumps({**unit, "text": "a\u0000b"}).encode()]
                         + lines[first_unit + 1:], first_unit + 1),
-        "unknown purpose": (lines[:first_unit] + [json.dumps({**unit, "purposes": ["spying"]})
-                                                  .encode()] + lines[first_unit + 1:],
-                            first_unit + 1),
         "link to nothing": (lines[:first_link] + [json.dumps(
             {**json.loads(lines[first_link]), "to_unit": "00000000-0000-4000-8000-000000000001"}
         ).encode()] + lines[first_link + 1:], first_link + 1),
@@ -296,6 +293,14 @@ def test_malformed_input_is_400_and_stores_nothing(client, services, source):
                 assert err["details"]["line"] == line, (why, err)
             assert db_counts(services, "tr-bad") == before, why
             assert not rows(services, "SELECT 1 FROM memory_banks WHERE id = 'tr-bad'"), why
+    # a purpose this deployment does not configure: the retain rule's own answer, the line
+    body = lines[:first_unit] + [json.dumps({**unit, "purposes": ["spying"]}).encode()] \
+        + lines[first_unit + 1:]
+    r = import_(client, "tr-bad", b"\n".join(body))
+    err = r.get_json()["error"]
+    assert r.status_code == 400 and err["code"] == "unknown_purpose", err
+    assert err["details"]["line"] == first_unit + 1
+    assert not rows(services, "SELECT 1 FROM memory_banks WHERE id = 'tr-bad'")
     # a gzip stream cut short
     cut = gzip.compress(b"\n".join(lines))[:-200]
     r = import_(client, "tr-bad", cut)
@@ -361,29 +366,58 @@ def test_clone(client, services, source):
     assert missing.status_code == 400
 
 
-def test_non_admin_is_refused(auth_app, services):  # noqa: F811 (the fixture imported above)
+def test_roles_and_visibility(auth_app, services):  # noqa: F811 (the fixture imported above)
+    """Only a bank admin exports or imports; an export holds what its caller may see; an
+    import is held to the retain rule for audiences (another member's private unit needs a
+    deployment admin)."""
     from tests.access.conftest import ADMIN, bearer, make_member
 
     api = auth_app.test_client()
     bank = "tr-auth"
     api.delete(f"/v1/default/banks/{bank}", headers=ADMIN)
-    api.post(f"/banks/{bank}/units", json={"text": "A shared fact about the VPN."},
-             headers=ADMIN)
     writer = bearer(make_member(api, "tr-writer", bank, "write"))
     admin = bearer(make_member(api, "tr-bank-admin", bank, "admin"))
-    data = None
-    for who, ok in ((writer, False), (admin, True)):
-        r = api.get(f"/banks/{bank}/export", headers=who)
-        assert (r.status_code == 200) is ok, r.get_data()[:300]
-        if ok:
-            data = r.get_data()
-        else:
-            assert r.get_json()["error"]["code"] == "forbidden"
+    api.post(f"/banks/{bank}/units", json={"text": "A shared fact about the VPN."},
+             headers=ADMIN)
+    r = api.post(f"/banks/{bank}/units", json={"text": "The writer's own VPN reminder.",
+                                               "audience": "tr-writer"}, headers=writer)
+    assert r.status_code == 201, r.get_json()
+    r = api.get(f"/banks/{bank}/export", headers=writer)
+    assert r.status_code == 403 and r.get_json()["error"]["code"] == "forbidden"
+    mine = records(api.get(f"/banks/{bank}/export", headers=admin).get_data())
+    assert mine[0]["scope"]["full"] is False and mine[0]["scope"]["member"] == "tr-bank-admin"
+    assert [u["text"] for u in mine if u["type"] == "unit"] == ["A shared fact about the VPN."]
+    # a deployment admin does not see members' private units either (rcll.access.principal)
+    deployment = records(api.get(f"/banks/{bank}/export", headers=ADMIN).get_data())
+    assert [u["text"] for u in deployment if u["type"] == "unit"] == [
+        "A shared fact about the VPN."]
+    # the unrestricted principal (auth off, rcll bank export --direct) exports everything
+    from rcll.access.principal import Principal
+
+    stream = TransferService(services, lambda *_: None).export(Principal.unrestricted(), bank)
+    everything = b"".join(stream)
+    texts = [u["text"] for u in records(everything) if u["type"] == "unit"]
+    assert sorted(texts) == ["A shared fact about the VPN.", "The writer's own VPN reminder."]
+    # a writer may not import; a bank admin may not import elsewhere (no grant there)
     for who, target in ((writer, bank), (admin, "tr-auth-elsewhere")):
-        r = api.post(f"/banks/{target}/import", data=data, headers=who,
+        r = api.post(f"/banks/{target}/import", data=everything, headers=who,
                      content_type=fmt.MEDIA_TYPE)
         assert r.status_code == 403 and r.get_json()["error"]["code"] == "forbidden"
-        assert not rows(services, "SELECT 1 FROM memory_banks WHERE id = 'tr-auth-elsewhere'")
+    # a bank admin may import, but not plant another member's private unit
+    target = "tr-auth-copy"
+    api.delete(f"/v1/default/banks/{target}", headers=ADMIN)
+    api.put(f"/banks/{target}/grants/tr-bank-admin", json={"role": "admin"}, headers=ADMIN)
+    r = api.post(f"/banks/{target}/import", data=everything, headers=admin,
+                 content_type=fmt.MEDIA_TYPE)
+    err = r.get_json()["error"]
+    assert r.status_code == 403 and err["code"] == "audience_not_allowed", err
+    assert not rows(services, "SELECT 1 FROM memory_banks WHERE id = %s", target)
+    r = api.post(f"/banks/{target}/import", data=b"\n".join(
+        json.dumps(x).encode() for x in mine), headers=admin, content_type=fmt.MEDIA_TYPE)
+    assert r.status_code == 201, r.get_json()
+    r = api.post(f"/banks/{target}-2/import", data=everything, headers=ADMIN,
+                 content_type=fmt.MEDIA_TYPE)  # the deployment admin restores everything
+    assert r.status_code == 201 and r.get_json()["counts"]["unit"] == 2, r.get_json()
     for path in (f"/v1/default/banks/{bank}/clone?target_bank_id=tr-auth-x",
                  f"/v1/default/banks/{bank}/transfer/export"):
         r = api.post(path, headers=writer)
@@ -452,3 +486,41 @@ def test_cli_export_then_import(app, services, source, monkeypatch, tmp_path):
     r = run.invoke(cli_main.cli, ["bank", "import", str(bad), "--bank", "tr-cli-bad"])
     assert r.exit_code != 0 and "invalid_export" in r.output
     assert not rows(services, "SELECT 1 FROM memory_banks WHERE id = 'tr-cli-bad'")
+
+
+def test_cli_direct_export_and_import_embeds_in_process(services, source, monkeypatch,
+                                                        tmp_path):
+    """``--direct``: on the database as the internal principal (every audience), and the
+    import's embedding run in the CLI's own process (no worker)."""
+    from click.testing import CliRunner
+
+    from rcll.access.principal import Principal
+    from rcll.cli import bank as bank_cli
+    from rcll.cli import main as cli_main
+
+    class Shared:  # the session's services, not closed by the command
+        def __getattr__(self, name):
+            return getattr(services, name)
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(bank_cli, "_direct", lambda: (
+        Shared(), TransferService(services, lambda *_: None),
+        Principal.unrestricted(tuple(services.settings.purposes))))
+    run = CliRunner()
+    path = tmp_path / "direct.jsonl.gz"
+    r = run.invoke(cli_main.cli, ["bank", "export", source["bank"], "-o", str(path),
+                                  "--no-vectors", "--direct"])
+    assert r.exit_code == 0, r.output
+    bank = "tr-cli-direct"
+    with services.pool.connection() as conn:
+        conn.execute("DELETE FROM memory_banks WHERE id = %s", (bank,))
+    r = run.invoke(cli_main.cli, ["bank", "import", str(path), "--bank", bank, "--direct"])
+    assert r.exit_code == 0, r.output
+    live = rows(services, "SELECT count(*) AS n FROM memory_units WHERE bank_id = %s "
+                          "AND forgotten_at IS NULL", bank)[0]["n"]
+    assert f"embedded {live} units" in r.output
+    assert db_counts(services, bank)["embeddings"] == live
+    job = rows(services, "SELECT state FROM jobs WHERE bank_id = %s AND kind = 'import'", bank)
+    assert [j["state"] for j in job] == ["succeeded"]
