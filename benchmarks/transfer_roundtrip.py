@@ -118,6 +118,24 @@ def import_from(client, bank: str, path: Path, **query) -> tuple[dict, float]:
     return r.get_json(), seconds
 
 
+def vector_drift(svc_a, svc_b, bank: str, target: str) -> dict:
+    """How far B's re-made vectors of ``target`` are from A's of ``bank`` (ids mapped as the
+    import mapped them): units compared, bit-identical, the largest absolute difference."""
+    import numpy as np
+
+    from rcll.transfer.importer import id_mapper
+
+    m = id_mapper(target, "new", bank)
+    sql = ("SELECT e.unit_id, e.embedding FROM memory_embeddings e WHERE e.bank_id = %s")
+    with svc_a.pool.connection() as conn:
+        va = {m(r["unit_id"]): r["embedding"].to_numpy() for r in conn.execute(sql, (bank,))}
+    with svc_b.pool.connection() as conn:
+        vb = {r["unit_id"]: r["embedding"].to_numpy() for r in conn.execute(sql, (target,))}
+    d = [float(np.abs(va[k] - vb[k]).max()) for k in va if k in vb]
+    return {"units": len(d), "identical": sum(1 for x in d if x == 0.0),
+            "max_abs": max(d) if d else 0.0}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "locomo"))
@@ -201,12 +219,27 @@ def main() -> None:
     run_import_embed(svc_b.retain_context(), answer["operation_id"])
     esecs = time.perf_counter() - started
     qs = [q for q in ds.questions if q.bank_id == largest]
-    same = sum(1 for q in qs if [t for _, t in top10(ctx_a, largest, q)]
-               == [t for _, t in top10(ctx_b, target, q)])
+    same, moved = 0, []
+    for q in qs:
+        ta = [t for _, t in top10(ctx_a, largest, q)]
+        tb = [t for _, t in top10(ctx_b, target, q)]
+        if ta == tb:
+            same += 1
+        else:
+            ranks = [i + 1 for i, (x, y) in enumerate(zip(ta, tb, strict=False)) if x != y]
+            moved.append({"qid": q.qid, "query": q.query, "ranks_differ": ranks,
+                          "same_set": sorted(ta) == sorted(tb)})
     say(f"{largest} without vectors: export {nsize:,} B in {nsecs:.2f} s; import into B as "
         f"{target} (ids {answer['ids']}) {isecs:.2f} s, re-embedding "
         f"{answer['units_to_embed']} units {esecs:.1f} s; the same top-10 texts for "
         f"{same}/{len(qs)} questions")
+    for m in moved:
+        say(f"  differs: q{m['qid']} {m['query']!r}: ranks {m['ranks_differ']}, the same ten "
+            f"units: {m['same_set']}")
+    diff = vector_drift(svc_a, svc_b, largest, target)
+    say(f"  re-made vectors against the exported ones: {diff['identical']}/{diff['units']} "
+        f"bit-identical, largest difference of a component {diff['max_abs']:.1e} (float32 "
+        "rounding of the embedder's other batches)")
 
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -219,7 +252,7 @@ def main() -> None:
         "differing": differ, "largest_bank": {"bank": largest, **lb},
         "reembedded": {"bank": target, "export_bytes": nsize, "import_seconds": round(isecs, 3),
                        "embed_seconds": round(esecs, 1), "questions": len(qs),
-                       "same_top10_texts": same},
+                       "same_top10_texts": same, "differing": moved, "vectors": diff},
         "banks": banks}, indent=1) + "\n")
     for p in (work.glob("*")):
         p.unlink()
