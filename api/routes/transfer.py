@@ -33,6 +33,7 @@ from api.errors import APIError
 from api.openapi import doc
 from api.schemas import check_bank_id
 from rcll import api_types as T
+from rcll.access.jobs import job_json
 from rcll.transfer import format as fmt
 from rcll.transfer.export import Selection
 from rcll.transfer.service import TransferService
@@ -144,22 +145,14 @@ def hindsight_export(bank_id: str):
     ``include_history`` is accepted (RCLL carries no audit log or LLM requests). RCLL's
     ``vectors`` (default true) and ``grants`` (default false) apply too."""
     check_bank_id(bank_id)
-    for flag in ("include_history",):
-        _flag(flag, False)
+    _flag("include_history", False)  # checked, then nothing: no history is carried
     docs = request.args.getlist("document_id") or None
     sel = Selection(vectors=_flag("vectors", True), grants=_flag("grants", False),
                     data=_flag("include_data", True), config=_flag("include_bank_config", True),
                     documents=tuple(docs) if docs else None)
-    job = transfer().submit_export(principal(), bank_id, sel)
-    op = hs_operation(job)
+    op = job_json(principal(), transfer().submit_export(principal(), bank_id, sel))
     return jsonify({"operation_id": op["operation_id"], "status": op["status"],
                     "bank_id": bank_id, "result_metadata": op.get("result_metadata")}), 202
-
-
-def hs_operation(job: dict) -> dict:
-    from rcll.access.jobs import job_json
-
-    return job_json(principal(), job)
 
 
 @bp.post(HS + "/transfer/import")

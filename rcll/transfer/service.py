@@ -67,8 +67,9 @@ def invalid_export(err: fmt.FormatError) -> Rejected:
 
 class ExportStream:
     """The lines (or gzip pieces) of one export, read from a snapshot held open on a
-    read-pool connection until the stream is exhausted or :meth:`close`\\ d (a WSGI server
-    closes it when the client goes away)."""
+    read-pool connection until the stream ends or :meth:`close` is called (a WSGI server
+    calls it when the response is done or the client went away). ``header``: the export's
+    header record; ``bytes``: what was sent so far."""
 
     def __init__(self, stack: ExitStack, lines: Iterator[bytes], header: dict) -> None:
         self._stack, self._it, self.header = stack, lines, header

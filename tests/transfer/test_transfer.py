@@ -422,6 +422,17 @@ def test_roles_and_visibility(auth_app, services):  # noqa: F811 (the fixture im
                  f"/v1/default/banks/{bank}/transfer/export"):
         r = api.post(path, headers=writer)
         assert r.status_code == 403, path
+    # Hindsight's export: the download is the asking member's only
+    r = api.post(f"/v1/default/banks/{bank}/transfer/export", headers=admin)
+    assert r.status_code == 202, r.get_json()
+    url = r.get_json()["result_metadata"]["download_url"]
+    for who in (writer, ADMIN):
+        r = api.get(url, headers=who)
+        assert r.status_code == 404 and r.get_json()["error"]["code"] == "export_not_found"
+    assert api.get(url.replace("-", "0", 1), headers=admin).status_code == 404
+    r = api.get(url, headers=admin)
+    assert r.status_code == 200 and r.mimetype == "application/gzip"
+    assert records(gzip.decompress(r.get_data()))[0]["scope"]["member"] == "tr-bank-admin"
 
 
 def test_hindsight_client_export_import_clone(app, services, source):
@@ -524,3 +535,35 @@ def test_cli_direct_export_and_import_embeds_in_process(services, source, monkey
     assert db_counts(services, bank)["embeddings"] == live
     job = rows(services, "SELECT state FROM jobs WHERE bank_id = %s AND kind = 'import'", bank)
     assert [j["state"] for j in job] == ["succeeded"]
+
+
+def test_hindsight_export_of_some_documents_and_a_config_only_restore(client, services, source):
+    r = client.post(f"/v1/default/banks/{source['bank']}/transfer/export"
+                    "?document_id=runbook.md&vectors=false")
+    assert r.status_code == 202, r.get_json()
+    body = r.get_json()
+    op = client.get(f"/v1/default/banks/{source['bank']}/operations/{body['operation_id']}")
+    assert op.get_json()["status"] == "completed" and op.get_json()["task_type"] == "export"
+    data = client.get(body["result_metadata"]["download_url"]).get_data()
+    recs = records(gzip.decompress(data))
+    assert recs[0]["documents"] == ["runbook.md"] and recs[0]["vectors"] is False
+    assert {r["document_id"] for r in recs if r["type"] == "document"} == {"runbook.md"}
+    units = [r for r in recs if r["type"] == "unit"]
+    assert units and all("Runbook" in u["text"] or "roll back" in u["text"] or "Priya" in u["text"]
+                         for u in units), [u["text"] for u in units]
+    # restore only the bank's config (include_data=false), through the multipart route
+    target = "tr-config-only"
+    client.delete(f"/v1/default/banks/{target}")
+    r = client.post(f"/v1/default/banks/{source['bank']}/transfer/import"
+                    f"?target_bank_id={target}&include_data=false",
+                    data={"file": (io.BytesIO(data), "bank.jsonl.gz")},
+                    content_type="multipart/form-data")
+    assert r.status_code == 202, r.get_json()
+    assert r.get_json()["status"] == "completed" and r.get_json()["bank_id"] == target
+    assert rows(services, "SELECT 1 FROM memory_banks WHERE id = %s", target)
+    assert db_counts(services, target)["units"] == 0
+    merge = client.post(f"/v1/default/banks/{source['bank']}/transfer/import?mode=merge",
+                        data={"file": (io.BytesIO(data), "bank.jsonl.gz")},
+                        content_type="multipart/form-data")
+    assert merge.status_code == 400
+    assert merge.get_json()["error"]["code"] == "unsupported_hindsight_value"
