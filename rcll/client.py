@@ -31,7 +31,7 @@ from rcll.api_types import (
     Unit,
 )
 
-TERMINAL_STATES = frozenset({"succeeded", "failed", "partial"})
+TERMINAL_STATES = frozenset({"succeeded", "failed", "partial", "cancelled"})
 
 
 class RCLLHTTPError(Exception):
