@@ -558,3 +558,40 @@ def test_a_member_who_may_not_see_a_unit_gets_404_on_every_family(auth_app):  # 
         assert (resp.status_code, resp.get_json()["error"]["code"]) == (403, "forbidden")
     logs = api.get(B.format(bank) + "/audit-logs", headers=ADMIN).get_json()
     assert "document.retag" in [i["action"] for i in logs["items"]]
+
+
+# -- migration 0026 ------------------------------------------------------------------------
+
+def test_migration_0026_backfills_history_and_allows_cancelled(settings):
+    import psycopg
+    from alembic import command
+
+    from rcll.dev import postgres
+    from rcll.store import migrate
+
+    db = "rcll_mig26"
+    postgres.create_database(settings, db, drop=True)
+    url = f"postgresql://rcll@127.0.0.1:{settings.pg_port}/{db}"
+    migrate.upgrade(settings, url, "0024")
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("INSERT INTO memory_banks (id, name) VALUES ('m', 'm')")
+        doc = conn.execute("INSERT INTO documents (bank_id, document_id, content_hash, revision) "
+                           "VALUES ('m', 'd', 'h', 4) RETURNING id").fetchone()[0]
+        for t, reason in (("live", None), ("old", "document_replaced")):
+            conn.execute("INSERT INTO memory_units (bank_id, document_id, text, "
+                         "invalidated_reason) VALUES ('m', %s, %s, %s)", (doc, t, reason))
+        job = conn.execute("INSERT INTO jobs (bank_id, kind) VALUES ('m', 'retain') "
+                           "RETURNING id").fetchone()[0]
+        with pytest.raises(psycopg.errors.CheckViolation):
+            conn.execute("UPDATE jobs SET state = 'cancelled' WHERE id = %s", (job,))
+    migrate.upgrade(settings, url, "0026")
+    with psycopg.connect(url, autocommit=True) as conn:
+        events = conn.execute("SELECT kind, revision, units_added, operation_id "
+                              "FROM document_events WHERE document_id = %s", (doc,)).fetchall()
+        conn.execute("UPDATE jobs SET state = 'cancelled' WHERE id = %s", (job,))
+    assert events == [("retain", 4, 1, None)]
+    command.downgrade(migrate.alembic_config(url), "0024")
+    with psycopg.connect(url, autocommit=True) as conn:
+        state = conn.execute("SELECT state FROM jobs WHERE id = %s", (job,)).fetchone()[0]
+        table = conn.execute("SELECT to_regclass('document_events')").fetchone()[0]
+    assert (state, table) == ("failed", None)
