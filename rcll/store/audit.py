@@ -7,7 +7,8 @@ Actions are dotted names, ``<object>.<verb>``: ``member.create``, ``member.updat
 ``unit.remember``, ``unit.derive``, ``unit.correct``, ``unit.supersede``, ``unit.forget``,
 ``tunnel.create``, ``tunnel.delete``, ``bank.delete``, ``unit.feedback``, ``entity.merge``,
 ``entity.split``, ``entity.proposal_reject``, ``dedup.scan``, ``dedup.decide``,
-``closets.create`` … (free text; a caller picks one and documents it). ``details`` never holds a secret (API keys, key hashes).
+``closets.create``, ``document.retag``, ``document.reprocess``, ``operation.retry``,
+``operation.cancel``, ``operation.delete`` … (free text; a caller picks one and documents it). ``details`` never holds a secret (API keys, key hashes).
 """
 
 from __future__ import annotations
