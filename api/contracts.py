@@ -21,8 +21,8 @@ from rcll.search.models import RecallQuery
 _STRICT = ConfigDict(extra="forbid")
 _OPEN = ConfigDict(extra="allow")
 BankIdStr = Field(pattern=BANK_ID_RULE)
-JobState = Literal["queued", "running", "succeeded", "failed", "partial"]
-HindsightStatus = Literal["pending", "processing", "completed", "failed"]
+JobState = Literal["queued", "running", "succeeded", "failed", "partial", "cancelled"]
+HindsightStatus = Literal["pending", "processing", "completed", "failed", "cancelled"]
 
 
 # -- query parameters ----------------------------------------------------------------------

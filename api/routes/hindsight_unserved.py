@@ -25,13 +25,10 @@ from api.errors import APIError
 from api.openapi import doc
 
 PREFIX = "hindsight_unserved."
-# Hindsight routes that one of RCLL's catch-all rules would answer as something else (a
-# document id read as a path, an entity id): registered here whatever matches them today,
-# so they answer 501 with their reason instead of a wrong 200 or 404. A document whose id
-# ends in "/chunks" or "/history" is then read through the RCLL documents list.
+# Hindsight routes that one of RCLL's catch-all rules would answer as something else (an
+# entity id): registered here whatever matches them today, so they answer 501 with their
+# reason instead of a wrong 200 or 404.
 SHADOWED = frozenset({
-    ("GET", "/v1/default/banks/{bank_id}/documents/{document_id}/chunks"),
-    ("GET", "/v1/default/banks/{bank_id}/documents/{document_id}/history"),
     ("GET", "/v1/default/banks/{bank_id}/entities/graph"),
 })
 
@@ -65,19 +62,8 @@ _FAMILIES: list[tuple[str, bool, str]] = [
     (r"\w+ /v1/bank-template-schema|\w+ /v1/default/banks/[^/]+/(export|import)$", False,
      "bank templates are not built"),
     (r"\w+ /v1/default/banks/[^/]+/clone", False, "cloning a bank is not built"),
-    (r"\w+ /v1/default/banks/[^/]+/audit-logs", False,
-     "Hindsight's audit-log shapes are not built; GET /v1/default/banks/{bank_id}/audit "
-     "lists RCLL's audit entries (bank admin)"),
     (r"\w+ /v1/default/banks/[^/]+/webhooks", False, "webhooks are not built"),
     (r"\w+ /v1/default/banks/[^/]+/aliases", False, "bank aliases are not built"),
-    (r"\w+ /v1/default/banks/[^/]+/documents|\w+ /v1/default/chunks/", False,
-     "this documents route is not built; RCLL's document routes read, list and delete "
-     "documents, and a new version is retained under the same document_id"),
-    (r"\w+ /v1/default/banks/[^/]+/memories/", False,
-     "this memory route is not built; POST /v1/default/banks/{bank_id}/units/{unit_id}/correct "
-     "changes a memory (revision-checked)"),
-    (r"\w+ /v1/default/banks/[^/]+/operations/", False,
-     "this operations route is not built; a failed job is retained again to retry"),
 ]
 
 

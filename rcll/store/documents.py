@@ -140,6 +140,69 @@ def get(conn: Connection, bank_id: str, document_id: str, *, rule: Rule = EVERYO
     return out
 
 
+def lineage(conn: Connection, bank_id: str, document_id: str, *,
+            rule: Rule = EVERYONE) -> dict:
+    """The lineage of ``document_id`` the caller sees that :func:`get` shows — its own
+    (audience the caller's member id) before the bank's, then the newest by version key:
+    ``{pk, document_id, audience, purposes, content_hash, metadata, tags, context,
+    mentioned_at, revision, created_at, updated_at}``. Raises :class:`DocumentNotFound`."""
+    params: dict = {"bank": bank_id, "doc": document_id}
+    seen = _lineages(rule, params)
+    row = conn.execute(
+        f"""SELECT d.id::text AS pk, d.document_id, d.audience, d.purposes, d.content_hash,
+                   d.metadata, d.tags, d.context, d.mentioned_at, d.revision, d.created_at,
+                   d.updated_at
+            FROM documents d
+            WHERE d.bank_id = %(bank)s AND d.document_id = %(doc)s AND {seen}
+            ORDER BY d.audience = %(me)s DESC, d.version_seq DESC, d.version_item DESC, d.id
+            LIMIT 1""", {**params, "me": rule.member or ""}).fetchone()
+    if row is None:
+        raise _not_found(bank_id, document_id)
+    return {**row, "purposes": list(row["purposes"]), "tags": list(row["tags"])}
+
+
+def live_text(conn: Connection, document_pk: str, *, rule: Rule = EVERYONE) -> str | None:
+    """The text of a lineage's live version as :func:`get` gives it (``original_text``):
+    its live chunks the caller sees, in order, joined by a blank line; ``None`` when none
+    is left."""
+    vis, params = _vis(rule.sql("u", "vis"))
+    return conn.execute(
+        f"""SELECT string_agg(c.text, E'\n\n' ORDER BY c.index) AS text FROM chunks c
+            WHERE c.document_id = %(pk)s AND EXISTS (
+              SELECT 1 FROM memory_units u WHERE u.chunk_id = c.id AND {vis}
+                AND u.invalidated_reason IS NULL)""",
+        {**params, "pk": document_pk}).fetchone()["text"]
+
+
+def retag(conn: Connection, bank_id: str, document_id: str, tags: Sequence[str], *,
+          rule: Rule = EVERYONE) -> tuple[list[str], list[str]]:
+    """Replace the tags of every lineage of ``document_id`` the rule lets the caller see
+    (the lineages :func:`delete` would delete) and of their units it sees (live, replaced
+    and invalidated alike: a document's tags are its units'; tombstones keep none); in the
+    caller's transaction, the lineage rows locked first. Returns ``(lineage ids, unit
+    ids)``. Raises :class:`DocumentNotFound` when the caller sees no lineage of it."""
+    params: dict = {"bank": bank_id, "doc": document_id, "tags": list(tags)}
+    dvis, dparams = rule.sql("d", "dvis")
+    uvis, uparams = _vis(rule.sql("u", "vis"))
+    params.update(dparams)
+    params.update(uparams)
+    docs = [r["id"] for r in conn.execute(
+        f"""SELECT d.id::text AS id FROM documents d
+            WHERE d.bank_id = %(bank)s AND d.document_id = %(doc)s AND {dvis}
+              AND EXISTS (SELECT 1 FROM memory_units u WHERE u.document_id = d.id AND {uvis})
+            ORDER BY d.id FOR UPDATE OF d""", params).fetchall()]
+    if not docs:
+        raise _not_found(bank_id, document_id)
+    params["docs"] = docs
+    conn.execute("UPDATE documents SET tags = %(tags)s, updated_at = now() "
+                 "WHERE id = ANY(%(docs)s::uuid[])", params)
+    ids = [str(r["id"]) for r in conn.execute(
+        f"""UPDATE memory_units u SET tags = %(tags)s
+            WHERE u.document_id = ANY(%(docs)s::uuid[]) AND {uvis} RETURNING u.id""",
+        params).fetchall()]
+    return docs, ids
+
+
 def _unsupersede(conn: Connection, unit_ids: list[str]) -> None:
     """Units superseded by units about to be deleted keep ``invalidated_reason`` (so they do
     not come back as live) and lose the pointer (the foreign key has no cascade)."""
