@@ -33,6 +33,12 @@ def page_params(default_limit: int = DEFAULT_LIMIT,
     return (_param("limit", default_limit, 1, max_limit), _param("offset", 0, 0, MAX_OFFSET))
 
 
+def limit_param(default: int, high: int = MAX_LIMIT, low: int = 0) -> int:
+    """``limit`` alone (a route without offset): ``low``–``high``, ``default`` when absent;
+    400 ``invalid_paging`` otherwise."""
+    return _param("limit", default, low, high)
+
+
 MAX_SEARCH_CHARS = 200
 
 

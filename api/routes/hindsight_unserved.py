@@ -27,10 +27,8 @@ from api.openapi import doc
 PREFIX = "hindsight_unserved."
 # Hindsight routes that one of RCLL's catch-all rules would answer as something else (an
 # entity id): registered here whatever matches them today, so they answer 501 with their
-# reason instead of a wrong 200 or 404.
-SHADOWED = frozenset({
-    ("GET", "/v1/default/banks/{bank_id}/entities/graph"),
-})
+# reason instead of a wrong 200 or 404. None today: every such route is served.
+SHADOWED: frozenset[tuple[str, str]] = frozenset()
 
 # (pattern over "METHOD path", needs an LLM, the reason) — first match wins.
 _FAMILIES: list[tuple[str, bool, str]] = [
@@ -51,10 +49,6 @@ _FAMILIES: list[tuple[str, bool, str]] = [
      "directives (rules applied to reflect) are not built"),
     (r"\w+ /v1/default/banks/[^/]+/llm-requests", False,
      "LLM request logs are not kept; a job's LLM usage is in its operation (llm_usage)"),
-    (r"\w+ /v1/default/banks/[^/]+/(entities/)?graph", False,
-     "the graph view is not built; GET /v1/default/banks/{bank_id}/entities lists entities "
-     "and a unit's links are in GET /v1/default/banks/{bank_id}/units/{unit_id}"),
-    (r"\w+ /v1/default/banks/[^/]+/stats/", False, "time-series statistics are not built"),
     (r"\w+ /v1/default/banks/[^/]+/attachments/", False,
      "attachments are not kept apart from their documents"),
     (r"\w+ /v1/default/banks/[^/]+/document-transfer|\w+ /v1/default/files/download/", False,

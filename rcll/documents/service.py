@@ -19,11 +19,15 @@ from rcll.access.principal import Principal
 from rcll.access.visibility import grants_filter, rule_for
 from rcll.cascade import invalidation
 from rcll.db import read_only
+from rcll.errors import InvalidInput
 from rcll.store import audit, banks, chunks, document_events, documents
 
 if TYPE_CHECKING:
 
     from rcll.bootstrap import Services
+
+
+GRAPH_LINKS_PER_UNIT = 20  # the memory graph's bound on links, per unit shown
 
 
 class DocumentService:
@@ -151,6 +155,41 @@ class DocumentService:
             return documents.list_units(conn, bank_id, limit, offset,
                                         visible=rule_for(principal, bank_id).sql("u"),
                                         **filters)
+
+    def memory_graph(self, principal: Principal, bank_id: str, limit: int,
+                     **filters) -> dict:
+        """The caller's newest ``limit`` units (``filters`` as :meth:`list_memories`) and the
+        links among them (:func:`rcll.store.documents.links_among`, at most
+        :data:`GRAPH_LINKS_PER_UNIT` per unit): ``{"units": [...], "links": [...],
+        "total": n}`` (``total``: the units the filters match). 403 ``forbidden``, 404
+        ``bank_not_found``."""
+        principal.require(bank_id, "read")
+        with self._read() as conn:
+            banks.get(conn, bank_id)
+            units, total = documents.list_units(conn, bank_id, limit, 0,
+                                                visible=rule_for(principal, bank_id).sql("u"),
+                                                **filters)
+            links = documents.links_among(conn, [u["id"] for u in units],
+                                          GRAPH_LINKS_PER_UNIT * max(1, len(units)))
+        return {"units": units, "links": links, "total": total}
+
+    def timeseries(self, principal: Principal, bank_id: str, period: str,
+                   time_field: str) -> dict:
+        """The caller's live units counted per time bucket and kind
+        (:func:`rcll.store.documents.timeseries`). 400 ``invalid_request`` for a period
+        not in :data:`~rcll.store.documents.TIMESERIES_PERIODS` (an unknown ``time_field``
+        falls back to ``created_at``, as Hindsight's does), 403, 404 ``bank_not_found``."""
+        if period not in documents.TIMESERIES_PERIODS:
+            raise InvalidInput(f"period must be one of {', '.join(documents.TIMESERIES_PERIODS)}",
+                               {"field": "period"})
+        if time_field not in documents.TIMESERIES_FIELDS:
+            time_field = "created_at"
+        principal.require(bank_id, "read")
+        with self._read() as conn:
+            banks.get(conn, bank_id)
+            out = documents.timeseries(conn, bank_id, period, time_field,
+                                       visible=rule_for(principal, bank_id).sql("u"))
+        return {**out, "period": period, "time_field": time_field}
 
     def room_hall_grid(self, principal: Principal, bank_id: str) -> dict:
         """The caller's live units of the bank counted per room and hall

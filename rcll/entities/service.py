@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from rcll.access.principal import Principal
 from rcll.access.visibility import unit_filter
 from rcll.cascade import invalidation
+from rcll.db import read_only
 from rcll.errors import InvalidInput
 from rcll.store import audit, banks, entities, entity_edits
 
@@ -114,6 +115,22 @@ class EntityService:
                     "mentions_total": int(row["mentions"]),
                     "linked_entities": entities.linked(conn, eid, visible=vis),
                     "history": entity_edits.history(conn, eid)}
+
+    def graph(self, principal: Principal, bank_id: str, limit: int, min_count: int = 1,
+              tags: list[str] | None = None, tags_match: str = "any") -> dict:
+        """The co-occurrence graph (``read``) over the units the caller sees, only those
+        ``tags`` match when given (``tags_match`` as recall's,
+        :data:`rcll.search.scope.TAGS_SQL`): :func:`rcll.store.entities.cooccurrence`."""
+        from rcll.search.scope import TAGS_SQL
+
+        principal.require(bank_id, "read")
+        sql, params = self._visible(principal, bank_id)
+        if tags:
+            sql = f"({sql}) AND {TAGS_SQL[tags_match].format(a='vu')}"
+            params = {**params, "scope_tags": list(tags)}
+        with read_only(self._services.read_pool) as conn:
+            banks.get(conn, bank_id)
+            return entities.cooccurrence(conn, bank_id, limit, min_count, visible=(sql, params))
 
     def proposals(self, principal: Principal, bank_id: str, state: str | None, limit: int,
                   offset: int) -> tuple[list[dict], int]:
