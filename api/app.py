@@ -13,6 +13,7 @@ from api import metrics as api_metrics
 from api.hindsight_routes import HINDSIGHT_ROUTES
 from api.routes import (
     access,
+    aliases,
     banks,
     closets,
     dedup,
@@ -23,6 +24,7 @@ from api.routes import (
     operations,
     recall,
     retain,
+    webhooks,
 )
 from api.routes import context as context_routes
 from api.routes import entities as entity_routes
@@ -80,6 +82,8 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     app.register_blueprint(tunnel_routes.bp)
     app.register_blueprint(hindsight_routes.bp)
     app.register_blueprint(file_routes.bp)
+    app.register_blueprint(webhooks.bp)
+    app.register_blueprint(aliases.bp)
     # /openapi.json and /docs (docs/reference/http-conventions.md "OpenAPI")
     app.register_blueprint(openapi.bp)
     web.register(app)  # /, /ui/... : the web screens (docs/reference/web-screens.md)

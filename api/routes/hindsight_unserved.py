@@ -68,8 +68,6 @@ _FAMILIES: list[tuple[str, bool, str]] = [
     (r"\w+ /v1/default/banks/[^/]+/audit-logs", False,
      "Hindsight's audit-log shapes are not built; GET /v1/default/banks/{bank_id}/audit "
      "lists RCLL's audit entries (bank admin)"),
-    (r"\w+ /v1/default/banks/[^/]+/webhooks", False, "webhooks are not built"),
-    (r"\w+ /v1/default/banks/[^/]+/aliases", False, "bank aliases are not built"),
     (r"\w+ /v1/default/banks/[^/]+/documents|\w+ /v1/default/chunks/", False,
      "this documents route is not built; RCLL's document routes read, list and delete "
      "documents, and a new version is retained under the same document_id"),
