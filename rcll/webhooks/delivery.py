@@ -30,6 +30,7 @@ import hmac
 import ipaddress
 import logging
 import socket
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -41,8 +42,23 @@ from psycopg_pool import ConnectionPool
 from rcll.store import webhooks as store
 
 log = logging.getLogger(__name__)
+if logging.getLogger("httpx").level == logging.NOTSET:  # not one INFO line per attempt
+    logging.getLogger("httpx").setLevel(logging.WARNING)
 MAX_RESPONSE_BYTES = 1024
 MAX_ERROR_CHARS = 1000
+_client: httpx.Client | None = None
+_client_lock = threading.Lock()
+
+
+def shared_client() -> httpx.Client:
+    """This process's HTTP client (made on first use, so each worker process has its own):
+    one TLS context and a pool of kept-alive connections for every attempt (a new client
+    per attempt builds a TLS context each time: benchmarks/results/webhooks_aliases.txt)."""
+    global _client
+    with _client_lock:
+        if _client is None:
+            _client = httpx.Client(follow_redirects=False)
+        return _client
 
 
 def sign(secret: str, body: bytes) -> str:
@@ -152,8 +168,7 @@ def attempt(delivery: dict, policy: DeliveryPolicy, number: int,
         if blocked is not None:
             return Outcome(None, f"refused: the host resolves to {blocked}, not a global "
                            "address (RCLL_WEBHOOK_ALLOW_PRIVATE_NETWORKS is off)", took())
-    own = client is None
-    client = client or httpx.Client(follow_redirects=False)
+    client = client or shared_client()
     try:
         with client.stream("POST", url, content=body, headers=headers,
                            params=http.get("params") or None,
@@ -171,9 +186,6 @@ def attempt(delivery: dict, policy: DeliveryPolicy, number: int,
         return Outcome(None, f"timed out after {timeout:g} s ({type(exc).__name__})", took())
     except (httpx.HTTPError, httpx.InvalidURL, OSError, ValueError) as exc:
         return Outcome(None, _clean(f"{type(exc).__name__}: {exc}", MAX_ERROR_CHARS), took())
-    finally:
-        if own:
-            client.close()
     error = None if 200 <= code < 300 else f"HTTP {code}"
     return Outcome(code, error, took(), text or None)
 
