@@ -282,6 +282,10 @@ class Settings(BaseSettings):
     webhook_dispatch_interval_s: float = Field(
         2, gt=0, description="RCLL_WEBHOOK_DISPATCH_INTERVAL_S: how often beat sends the "
         "webhook deliveries that are due (queue maintenance).")
+    webhook_log_retention_days: float = Field(
+        30, gt=0, description="RCLL_WEBHOOK_LOG_RETENTION_DAYS: how long an ended webhook "
+        "delivery (completed or failed) stays in the delivery log; the dispatcher deletes "
+        "older ones.")
     webhook_allow_private_networks: bool = Field(
         False, description="RCLL_WEBHOOK_ALLOW_PRIVATE_NETWORKS=on: deliver to loopback, "
         "private, link-local and other non-global addresses (a receiver on the same host or "

@@ -50,14 +50,15 @@ def count(conn: Connection, bank_id: str) -> int:
 
 def get(conn: Connection, bank_id: str, webhook_id: str, lock: bool = False) -> dict | None:
     """The webhook ``webhook_id`` of ``bank_id`` (a UUID string; anything else finds
-    none), or ``None``; ``lock``: ``FOR UPDATE``."""
+    none), or ``None``; ``lock``: ``FOR NO KEY UPDATE`` (one change at a time, while a
+    job's end may still insert deliveries that reference it)."""
     try:
         wid = str(uuid.UUID(str(webhook_id)))
     except ValueError:
         return None
     return conn.execute(
         f"SELECT {COLUMNS} FROM webhooks WHERE id = %s AND bank_id = %s"
-        + (" FOR UPDATE" if lock else ""), (wid, bank_id)).fetchone()
+        + (" FOR NO KEY UPDATE" if lock else ""), (wid, bank_id)).fetchone()
 
 
 def list_page(conn: Connection, bank_id: str, limit: int, offset: int) -> tuple[list[dict], int]:
@@ -168,6 +169,18 @@ def record_attempt(conn: Connection, delivery_id: str, attempt: int, url: str,
            WHERE id = %(id)s""",
         {"status": status, "url": url, "retry": retry_in_s or 0, "code": status_code,
          "error": error, "resp": response_body, "id": delivery_id})
+
+
+def prune(conn: Connection, older_than_days: float, limit: int = 1000) -> int:
+    """Delete up to ``limit`` ended deliveries (``completed``, ``failed``) last changed more
+    than ``older_than_days`` ago, with their attempts; how many."""
+    return conn.execute(
+        """DELETE FROM webhook_deliveries WHERE id IN (
+               SELECT id FROM webhook_deliveries
+               WHERE status <> 'pending'
+                 AND updated_at < now() - make_interval(secs => %s)
+               ORDER BY updated_at LIMIT %s)""",
+        (older_than_days * 86400, limit)).rowcount
 
 
 def deliveries_page(conn: Connection, webhook_id: str, limit: int,

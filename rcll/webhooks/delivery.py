@@ -70,16 +70,19 @@ def sign(secret: str, body: bytes) -> str:
 @dataclass(frozen=True)
 class DeliveryPolicy:
     """``retry_delays_s``: seconds before each retry; ``timeout_s``: the most one phase of
-    an attempt waits; ``allow_private``: deliver to non-global addresses."""
+    an attempt waits; ``allow_private``: deliver to non-global addresses;
+    ``retention_days``: how long ended deliveries stay in the log."""
 
     retry_delays_s: tuple[float, ...] = (5, 60, 300, 1800, 7200)
     timeout_s: float = 10.0
     allow_private: bool = False
+    retention_days: float = 30.0
 
     @classmethod
     def from_settings(cls, s) -> DeliveryPolicy:
         return cls(retry_delays_s=s.webhook_retry_delays, timeout_s=s.webhook_timeout_s,
-                   allow_private=s.webhook_allow_private_networks)
+                   allow_private=s.webhook_allow_private_networks,
+                   retention_days=s.webhook_log_retention_days)
 
     @property
     def lease_s(self) -> float:
@@ -113,9 +116,13 @@ def dispatch_due(pool: ConnectionPool, send: Callable[[str, str], None],
                  policy: DeliveryPolicy, limit: int = 200) -> int:
     """Claim the due deliveries (:func:`rcll.store.webhooks.claim_due`), commit, then
     ``send(delivery_id, claim)`` each; a send that fails is logged and claimed again
-    once its lease is over. Returns how many were claimed."""
+    once its lease is over. Each run also deletes up to 1,000 ended deliveries older than
+    ``policy.retention_days`` (:func:`rcll.store.webhooks.prune`). Returns how many were
+    claimed."""
     with pool.connection() as conn, conn.transaction():
         claims = store.claim_due(conn, policy.lease_s, limit)
+    with pool.connection() as conn, conn.transaction():
+        store.prune(conn, policy.retention_days)
     for c in claims:
         try:
             send(c["id"], c["claim"])

@@ -70,6 +70,13 @@ def test_an_alias_reaches_its_bank_on_every_bank_scoped_route(client, services):
     assert client.get(f"/v1/default/banks/{quoted}/aliases").get_json() == body
     ops = client.get(f"/v1/default/banks/{quoted}/operations").get_json()
     assert ops["bank_id"] == bank and ops["total"] == 2
+    # MCP: a tool's bank_id is resolved the same way
+    from mcp_server import server
+
+    rt = server.Runtime(services=services, retain=services.retain_service(lambda *_: None))
+    assert rt.bank(alias) == bank
+    rt_default = server.Runtime(services=services, retain=rt.retain, default_bank=alias)
+    assert rt_default.bank(None) == bank
 
 
 def test_an_alias_never_shadows_a_bank(client, services):

@@ -256,11 +256,29 @@ def test_the_outbox_row_commits_with_the_jobs_end(client, services):
     with services.pool.connection() as conn:
         jobs.finish(conn, job_id, "failed", {}, "a second end")  # already ended: no new event
     assert outbox() == 1
+    # an ended delivery leaves the log after the retention time (the dispatcher prunes)
+    from rcll.store import webhooks as store
+
+    with services.pool.connection() as conn:
+        conn.execute("UPDATE webhook_deliveries SET status = 'completed', updated_at = now() "
+                     "- interval '2 days' WHERE operation_id = %s", (job_id,))
+        assert store.prune(conn, older_than_days=3) == 0
+    assert outbox() == 1
     # deleting the webhook takes its deliveries with it
     r = client.delete(f"/v1/default/banks/{bank}/webhooks/{hook['id']}")
     assert r.get_json() == {"success": True, "message": f"webhook {hook['id']} deleted",
                             "deleted_count": 1}
     assert outbox() == 0
+    with services.pool.connection() as conn:
+        job, _ = submit_retain(conn, bank, [RetainItem(content="Pruned.")])
+    hook = _hook(client, bank, "https://hooks.example.com/rcll")
+    with services.pool.connection() as conn:
+        conn.execute("BEGIN")  # one transaction: the beat's dispatcher never sees it pending
+        jobs.finish(conn, str(job["id"]), "succeeded", {})
+        conn.execute("UPDATE webhook_deliveries SET status = 'failed', updated_at = now() "
+                     "- interval '2 days' WHERE webhook_id = %s", (hook["id"],))
+        assert store.prune(conn, older_than_days=1) == 1
+        conn.commit()
 
 
 def test_a_host_that_resolves_to_a_private_address_is_refused_at_delivery(client, services,

@@ -12,7 +12,8 @@
   that are signed and sent on every attempt. ``status`` is Hindsight's (``pending``,
   ``completed``, ``failed``); ``next_attempt_at`` is when the dispatcher may send it next
   (the retry backoff, or a claim's lease); ``claim`` the token of the one delivery task
-  allowed to attempt it (:mod:`rcll.webhooks.delivery`). Deleted with its webhook.
+  allowed to attempt it (:mod:`rcll.webhooks.delivery`). Deleted with its webhook, and
+  once ended by the dispatcher after ``RCLL_WEBHOOK_LOG_RETENTION_DAYS``.
 - ``webhook_attempts``: one row per attempt — status code, error, duration.
 - ``bank_aliases``: extra ids a bank answers to on every bank-scoped route
   (:mod:`rcll.banks.aliases`); at most one ``is_primary`` per bank; deleted with the bank.
@@ -73,6 +74,8 @@ def upgrade() -> None:
         );
         CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at)
             WHERE status = 'pending';
+        CREATE INDEX webhook_deliveries_ended ON webhook_deliveries (updated_at)
+            WHERE status <> 'pending';
         CREATE INDEX webhook_deliveries_by_webhook
             ON webhook_deliveries (webhook_id, created_at DESC, id DESC);
 
