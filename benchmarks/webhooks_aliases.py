@@ -106,12 +106,13 @@ def run(s: Settings, n: int) -> None:
     cold.__dict__["pool"], cold.__dict__["read_pool"] = svc.pool, svc.read_pool
     for label, service in (("cached", svc.bank_aliases), ("uncached", cold.bank_aliases)):
         for what, bid in (("a bank id", "bench-bank"), ("an alias", "bench-alias")):
-            rows.append((f"resolve {what}, {label}", *_timed(lambda: service.resolve(bid), n)))
+            rows.append((f"resolve {what}, {label}",
+                         *_timed(lambda s=service, b=bid: s.resolve(b), n)))
     svc.embedder.get(), svc.reranker.load()  # the app warms them up: not during the timing
     client = create_app(services=svc, enqueue=lambda *_: None).test_client()
     for what, bid in (("by the bank id", "bench-bank"), ("by an alias", "bench-alias")):
         rows.append((f"GET …/profile {what}",
-                     *_timed(lambda: client.get(f"/v1/default/banks/{bid}/profile"), n)))
+                     *_timed(lambda b=bid: client.get(f"/v1/default/banks/{b}/profile"), n)))
 
     server = ThreadingHTTPServer(("127.0.0.1", _port()), _Ok)
     threading.Thread(target=server.serve_forever, daemon=True).start()

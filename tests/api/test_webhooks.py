@@ -208,7 +208,7 @@ def test_a_failing_receiver_is_retried_with_backoff_and_every_attempt_logged(
     assert len({c["body"] for c in calls}) == 1  # the same bytes every attempt
     assert all(c["headers"]["X-Team"] == "kestrel" and c["path"].endswith("?src=rcll")
                for c in calls)
-    gaps = [b["at"] - a["at"] for a, b in zip(calls, calls[1:])]
+    gaps = [b["at"] - a["at"] for a, b in zip(calls, calls[1:], strict=False)]
     assert all(g >= settings.webhook_retry_delays[0] * 0.9 for g in gaps), gaps
 
     [d] = _deliveries(client, bank, down["id"], lambda xs: xs and xs[0]["status"] == "failed")
