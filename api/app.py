@@ -13,6 +13,7 @@ from api import metrics as api_metrics
 from api.hindsight_routes import HINDSIGHT_ROUTES
 from api.routes import (
     access,
+    aliases,
     audit_logs,
     banks,
     closets,
@@ -24,6 +25,7 @@ from api.routes import (
     operations,
     recall,
     retain,
+    webhooks,
 )
 from api.routes import context as context_routes
 from api.routes import documents as document_routes
@@ -84,6 +86,8 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     app.register_blueprint(document_routes.bp)
     app.register_blueprint(audit_logs.bp)
     app.register_blueprint(file_routes.bp)
+    app.register_blueprint(webhooks.bp)
+    app.register_blueprint(aliases.bp)
     # /openapi.json and /docs (docs/reference/http-conventions.md "OpenAPI")
     app.register_blueprint(openapi.bp)
     web.register(app)  # /, /ui/... : the web screens (docs/reference/web-screens.md)

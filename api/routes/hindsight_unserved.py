@@ -56,8 +56,6 @@ _FAMILIES: list[tuple[str, bool, str]] = [
     (r"\w+ /v1/bank-template-schema|\w+ /v1/default/banks/[^/]+/(export|import)$", False,
      "bank templates are not built"),
     (r"\w+ /v1/default/banks/[^/]+/clone", False, "cloning a bank is not built"),
-    (r"\w+ /v1/default/banks/[^/]+/webhooks", False, "webhooks are not built"),
-    (r"\w+ /v1/default/banks/[^/]+/aliases", False, "bank aliases are not built"),
 ]
 
 
