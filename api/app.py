@@ -13,6 +13,8 @@ from api import metrics as api_metrics
 from api.hindsight_routes import HINDSIGHT_ROUTES
 from api.routes import (
     access,
+    aliases,
+    audit_logs,
     banks,
     closets,
     dedup,
@@ -24,8 +26,10 @@ from api.routes import (
     recall,
     retain,
     transfer,
+    webhooks,
 )
 from api.routes import context as context_routes
+from api.routes import documents as document_routes
 from api.routes import entities as entity_routes
 from api.routes import files as file_routes
 from api.routes import hindsight as hindsight_routes
@@ -80,7 +84,11 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     app.register_blueprint(unit_routes.bp)
     app.register_blueprint(tunnel_routes.bp)
     app.register_blueprint(hindsight_routes.bp)
+    app.register_blueprint(document_routes.bp)
+    app.register_blueprint(audit_logs.bp)
     app.register_blueprint(file_routes.bp)
+    app.register_blueprint(webhooks.bp)
+    app.register_blueprint(aliases.bp)
     app.register_blueprint(transfer.bp)  # bank export, import and clone (api/routes/transfer)
     # /openapi.json and /docs (docs/reference/http-conventions.md "OpenAPI")
     app.register_blueprint(openapi.bp)

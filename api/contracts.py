@@ -21,8 +21,8 @@ from rcll.search.models import RecallQuery
 _STRICT = ConfigDict(extra="forbid")
 _OPEN = ConfigDict(extra="allow")
 BankIdStr = Field(pattern=BANK_ID_RULE)
-JobState = Literal["queued", "running", "succeeded", "failed", "partial"]
-HindsightStatus = Literal["pending", "processing", "completed", "failed"]
+JobState = Literal["queued", "running", "succeeded", "failed", "partial", "cancelled"]
+HindsightStatus = Literal["pending", "processing", "completed", "failed", "cancelled"]
 
 
 # -- query parameters ----------------------------------------------------------------------
@@ -80,6 +80,33 @@ class MemoriesListQuery(BaseModel):
     tags: list[str] | None = None
     tags_match: str | None = None
     state: Literal["valid", "invalidated"] | None = None
+
+
+class MemoryGraphQuery(BaseModel):
+    model_config = _STRICT
+    type: str | None = Field(None, description="Hindsight type or RCLL kind")
+    limit: int | None = Field(None, ge=0, le=1000, description="units shown (default 1000)")
+    q: str | None = Field(None, max_length=200)
+    tags: list[str] | None = None
+    tags_match: str | None = None
+    document_id: str | None = None
+    chunk_id: str | None = Field(None, description="a UUID")
+
+
+class EntityGraphQuery(BaseModel):
+    model_config = _STRICT
+    limit: int | None = Field(None, ge=0, le=1000, description="edges shown (default 1000)")
+    min_count: int | None = Field(None, ge=1, description="units an edge needs (default 1)")
+    tags: list[str] | None = None
+    tags_match: str | None = None
+    tag_groups: str | None = Field(None, description="refused when non-empty")
+
+
+class TimeseriesQuery(BaseModel):
+    model_config = _STRICT
+    period: Literal["1h", "12h", "1d", "7d", "30d", "90d"] | None = None
+    time_field: str | None = Field(None, description="created_at (default), mentioned_at or "
+                                   "occurred_start; others fall back to created_at")
 
 
 class TypeQuery(BaseModel):

@@ -522,6 +522,30 @@ class ListMemoryUnitsResponse(_Open):
     offset: int
 
 
+class MemoryGraphResponse(_Open):
+    nodes: list[dict[str, Any]]
+    edges: list[dict[str, Any]]
+    table_rows: list[dict[str, Any]]
+    total_units: int
+    limit: int
+
+
+class EntityGraphResponse(_Open):
+    nodes: list[dict[str, Any]]
+    edges: list[dict[str, Any]]
+    total_entities: int
+    total_edges: int
+    limit: int
+
+
+class MemoriesTimeseriesResponse(_Open):
+    bank_id: str
+    period: str
+    trunc: str
+    time_field: str
+    buckets: list[dict[str, Any]]
+
+
 class TagItem(_Open):
     tag: str
     count: int

@@ -25,10 +25,18 @@ def _param(name: str, default: int, low: int, high: int) -> int:
     return int(raw)
 
 
-def page_params(default_limit: int = DEFAULT_LIMIT) -> tuple[int, int]:
-    """``(limit, offset)`` from the query string: ``limit`` 1–1000 (default 50), ``offset``
-    0–10,000,000 (default 0). Raises a 400 ``invalid_paging`` naming the field otherwise."""
-    return (_param("limit", default_limit, 1, MAX_LIMIT), _param("offset", 0, 0, MAX_OFFSET))
+def page_params(default_limit: int = DEFAULT_LIMIT,
+                max_limit: int = MAX_LIMIT) -> tuple[int, int]:
+    """``(limit, offset)`` from the query string: ``limit`` 1–``max_limit`` (1000; default
+    50), ``offset`` 0–10,000,000 (default 0). Raises a 400 ``invalid_paging`` naming the
+    field otherwise."""
+    return (_param("limit", default_limit, 1, max_limit), _param("offset", 0, 0, MAX_OFFSET))
+
+
+def limit_param(default: int, high: int = MAX_LIMIT, low: int = 0) -> int:
+    """``limit`` alone (a route without offset): ``low``–``high``, ``default`` when absent;
+    400 ``invalid_paging`` otherwise."""
+    return _param("limit", default, low, high)
 
 
 MAX_SEARCH_CHARS = 200

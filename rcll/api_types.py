@@ -21,7 +21,8 @@ _OPEN = ConfigDict(extra="allow")
 @with_config(_OPEN)
 class Operation(TypedDict):
     """A job (retain, closets, …): RCLL's ``state`` (queued, running, succeeded, partial,
-    failed) and Hindsight's ``status`` (pending, processing, completed, failed) beside it."""
+    failed, cancelled) and Hindsight's ``status`` (pending, processing, completed, failed,
+    cancelled) beside it."""
 
     id: str
     operation_id: str

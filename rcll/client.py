@@ -33,7 +33,7 @@ from rcll.api_types import (
     Unit,
 )
 
-TERMINAL_STATES = frozenset({"succeeded", "failed", "partial"})
+TERMINAL_STATES = frozenset({"succeeded", "failed", "partial", "cancelled"})
 
 
 class RCLLHTTPError(Exception):
@@ -227,7 +227,8 @@ class RCLLClient:
         """State of one retain operation (job).
 
         GET ``/v1/default/banks/{bank_id}/operations/{operation_id}`` →
-        ``{"id", "bank_id", "kind", "status": "queued"|"running"|"succeeded"|"failed"|"partial",
+        ``{"id", "bank_id", "kind", "state": "queued"|"running"|"succeeded"|"failed"|"partial"
+        |"cancelled", "status" (Hindsight's name),
         "stage", "counts": {"items", "units_created", "units_skipped", "units_embedded", ...},
         "error": str | None, "attempts", "created_at", "updated_at", "finished_at"}``.
         """
@@ -243,10 +244,11 @@ class RCLLClient:
         on_progress: Callable[[int, int], None] | None = None,
         on_update: Callable[[dict[str, dict]], None] | None = None,
     ) -> list[OperationDetail]:
-        """Poll operations of one bank until each is terminal (succeeded, failed or partial).
+        """Poll operations of one bank until each is terminal (succeeded, failed, partial or
+        cancelled).
 
-        Returns the final operation dicts in the order of ``operation_ids``; failed or partial
-        operations are returned, not raised — check ``status`` and ``error``.
+        Returns the final operation dicts in the order of ``operation_ids``; failed, partial or
+        cancelled operations are returned, not raised — check ``status`` and ``error``.
         ``on_progress(done, total)`` is called after each polling round with operation
         counts; ``on_update(latest)`` (an extension) receives ``{operation_id: operation dict}``
         for every operation seen so far, e.g. to show per-item progress from ``counts``.
@@ -442,7 +444,7 @@ class RCLLClient:
         """List jobs (operations), newest first as the server orders them.
 
         GET ``/jobs?bank_id=&state=&limit=`` → ``{"jobs": [operation dict, ...]}``; returns the
-        list. ``state`` is one of queued, running, succeeded, failed, partial.
+        list. ``state`` is one of queued, running, succeeded, failed, partial, cancelled.
         """
         params: dict[str, Any] = {"bank_id": bank_id, "state": state, "limit": limit}
         params = {k: v for k, v in params.items() if v is not None}

@@ -20,7 +20,7 @@ import pytest
 from rcll.config import Settings
 from rcll.dev import postgres, processes, stack
 from rcll.dev import redis as dev_redis
-from rcll.store import migrate
+from rcll.store import jobs, migrate
 
 ROOT = Path(__file__).resolve().parents[1]
 TEST_DB = "rcll_test"
@@ -55,6 +55,10 @@ def _settings(state_dir: Path) -> Settings:
         # the suite's job, worker and fault tests retain on Hindsight's path and follow the
         # queued job; tests/api/test_hindsight_kinds.py turns Hindsight's sync default on
         hindsight_sync_retain=False,
+        # tests/api/test_webhooks.py: receivers on 127.0.0.1, retries a second apart
+        webhook_allow_private_networks=True,
+        webhook_retry_delays_s="1,1",
+        webhook_dispatch_interval_s=0.5,
     )
 
 
@@ -121,7 +125,7 @@ def wait_job(client, bank_id: str, op_id: str, timeout_s: float = 120) -> dict:
         if resp.status_code != 503:
             op = resp.get_json()
             assert resp.status_code == 200, op
-            if op["state"] in ("succeeded", "failed", "partial"):
+            if op["state"] in jobs.TERMINAL:
                 return op
         time.sleep(0.2)
     raise AssertionError(f"operation {op_id} did not finish: {op}")

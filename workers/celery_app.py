@@ -14,6 +14,7 @@ from workers.queues import (
     ROUTES,
     SWEEP_TASK,
     VECTOR_INDEX_TASK,
+    WEBHOOK_DISPATCH_TASK,
     QueueNames,
 )
 
@@ -70,7 +71,9 @@ def make_celery(settings: Settings | None = None) -> Celery:
             "closet-check": _every(CLOSET_CHECK_TASK, s.closet_check_interval_s,
                                    QueueNames.CONSOLIDATE),
             "hebbian-decay": _every(HEBBIAN_DECAY_TASK, s.hebbian_decay_interval_s,
-                                    QueueNames.MAINTENANCE)},
+                                    QueueNames.MAINTENANCE),
+            "webhook-dispatch": _every(WEBHOOK_DISPATCH_TASK, s.webhook_dispatch_interval_s,
+                                       QueueNames.MAINTENANCE)},
         worker_hijack_root_logger=False,
     )
     return app

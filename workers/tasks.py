@@ -28,6 +28,8 @@ from workers.queues import (
     HEBBIAN_DECAY_TASK,
     SWEEP_TASK,
     VECTOR_INDEX_TASK,
+    WEBHOOK_DELIVER_TASK,
+    WEBHOOK_DISPATCH_TASK,
     QueueNames,
 )
 
@@ -234,3 +236,32 @@ def hebbian_decay_task() -> dict:
     except redis.RedisError as exc:
         log.warning("hebbian decay skipped, Redis unavailable: %s", exc)
         return {}
+
+
+@app.task(name=WEBHOOK_DISPATCH_TASK, ignore_result=True)
+def webhook_dispatch_task() -> int:
+    """Beat-scheduled (queue ``maintenance``): claim the webhook deliveries that are due and
+    send one ``maintenance.webhook_deliver`` per claim (:func:`rcll.webhooks.delivery.
+    dispatch_due`). Returns how many it claimed."""
+    from rcll.webhooks import delivery
+
+    svc = services()
+
+    def send(delivery_id: str, claim: str) -> None:
+        app.send_task(WEBHOOK_DELIVER_TASK, args=[delivery_id, claim],
+                      queue=QueueNames.MAINTENANCE)
+
+    return delivery.dispatch_due(svc.pool, send,
+                                 delivery.DeliveryPolicy.from_settings(svc.settings))
+
+
+@app.task(name=WEBHOOK_DELIVER_TASK, ignore_result=True)
+def webhook_deliver_task(delivery_id: str, claim: str) -> dict | None:
+    """One attempt of a webhook delivery under its claim (queue ``maintenance``;
+    :func:`rcll.webhooks.delivery.deliver`). A stale or duplicate claim does nothing; a
+    database outage leaves the delivery to the dispatcher once the claim's lease is over."""
+    from rcll.webhooks import delivery
+
+    svc = services()
+    return delivery.deliver(svc.pool, delivery.DeliveryPolicy.from_settings(svc.settings),
+                            delivery_id, claim)

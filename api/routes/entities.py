@@ -6,11 +6,15 @@ from __future__ import annotations
 
 from flask import Blueprint, jsonify, request
 
+from api import hindsight as hs
+
 from api import contracts as C
 from api.auth import principal, requires
 from api.deps import json_body, services
 from api.openapi import doc
-from api.paging import page_body, page_params, search_param
+from api.errors import APIError
+from api.paging import limit_param, page_body, page_params, search_param
+from rcll.search.models import TAGS_MATCH
 from api.schemas import check_bank_id
 
 bp = Blueprint("entities", __name__)
@@ -34,6 +38,40 @@ def list_entities(bank_id: str):
     # Hindsight's shape beside RCLL's: ``items`` with ``canonical_name``
     body["items"] = [{**e, "canonical_name": e["name"]} for e in body["entities"]]
     return jsonify(body)
+
+
+@bp.get(BASE + "/graph")
+@requires("read")
+@doc({200: hs.EntityGraphResponse}, query=C.EntityGraphQuery,
+     errors={400: ['unsupported_hindsight_value', 'invalid_paging', 'invalid_request']})
+def entity_graph(bank_id: str):
+    """Hindsight's entity co-occurrence graph over the units the caller sees: the
+    ``?limit=`` (default 1000) most frequent pairs mentioned together by at least
+    ``min_count`` units (default 1), counted only over units ``tags`` match when given;
+    ``tag_groups`` is refused (as in recall)."""
+    check_bank_id(bank_id)
+    limit = limit_param(1000)
+    raw = request.args.get("min_count") or "1"
+    if not raw.isdigit() or not 1 <= int(raw) <= 1_000_000:
+        raise APIError(400, "invalid_request", "min_count must be an integer from 1",
+                       {"field": "min_count"})
+    if request.args.get("tag_groups") not in (None, "", "[]"):
+        raise hs.unsupported("tag_groups", request.args["tag_groups"],
+                             "boolean tag groups are not supported; use tags and tags_match")
+    tags = request.args.getlist("tags") or None
+    match = request.args.get("tags_match") or "any"
+    if match not in TAGS_MATCH:
+        raise APIError(400, "invalid_request", f"tags_match must be one of {', '.join(TAGS_MATCH)}",
+                       {"field": "tags_match"})
+    out = _entities().graph(principal(), bank_id, limit, int(raw), tags, match)
+    nodes = [{"data": {"id": n["id"], "label": n["name"], "mentionCount": n["mentions"]}}
+             for n in out["nodes"]]
+    edges = [{"data": {"id": f"{e['source']}-{e['target']}", "source": e["source"],
+                       "target": e["target"], "linkType": "cooccurrence", "weight": e["count"],
+                       "lastCooccurred": e["last"].isoformat() if e["last"] else None}}
+             for e in out["edges"]]
+    return jsonify({"nodes": nodes, "edges": edges, "total_entities": out["total_entities"],
+                    "total_edges": out["total_edges"], "limit": limit})
 
 
 @bp.get(BASE + "/<entity_id>")

@@ -18,7 +18,7 @@ from api.auth import principal, requires, uses_llm
 from api.deps import json_body, services
 from api.errors import APIError
 from api.openapi import doc
-from api.paging import page_params, search_param
+from api.paging import limit_param, page_params, search_param
 from api.schemas import check_bank_id
 from rcll.reflect import reflect as run_reflect
 from rcll.search.models import TAGS_MATCH, RecallQuery
@@ -190,10 +190,90 @@ def list_memories(bank_id: str):
         entity_id=entity_id, state=state)
     items = [{**hs.with_hindsight_metadata(r), "fact_type": hs.KIND_TYPE.get(r["kind"], "world"),
               "date": r["occurred_start"] or r["mentioned_at"] or r["created_at"],
-              "entities": ", ".join(r["entity_names"]) or None,
+              "entities": ", ".join(r["entities"]) or None,
               "state": "invalidated" if r["invalidated_reason"] or r["superseded_by_id"]
               else "valid", "invalidation_reason": r["invalidated_reason"]} for r in rows]
     return jsonify({"items": items, "total": total, "limit": limit, "offset": offset})
+
+
+_TYPE_COLOR = {"world": "#1f77b4", "experience": "#ff7f0e", "observation": "#2ca02c"}
+_LINK_COLOR = {"entity": "#9467bd", "semantic": "#17becf", "temporal": "#7f7f7f"}
+
+
+@bp.get(BANK + "/graph")
+@requires("read")
+@doc({200: hs.MemoryGraphResponse}, query=C.MemoryGraphQuery,
+     errors={400: ['unsupported_hindsight_value', 'invalid_paging']})
+def memory_graph(bank_id: str):
+    """Hindsight's memory graph: the caller's newest units (``?limit=``, default 1000, and
+    the filters of ``memories/list``: ``type``, ``q``, ``tags``, ``tags_match``,
+    ``document_id``, ``chunk_id``) as Cytoscape nodes, the links among them as edges, and
+    the same units as table rows."""
+    check_bank_id(bank_id)
+    limit = limit_param(1000)
+    kinds = hs.kinds_for([request.args["type"]], "type") if request.args.get("type") else None
+    chunk_id = request.args.get("chunk_id") or None
+    if chunk_id is not None:
+        try:
+            chunk_id = str(UUID(chunk_id))
+        except ValueError:
+            raise APIError(400, "invalid_request", "chunk_id must be a UUID", {"field": "chunk_id"})
+    tags, match = _tags_args()
+    if limit == 0 or kinds == []:
+        services().banks.get(principal(), bank_id)
+        out = {"units": [], "links": [], "total": 0}
+    else:
+        out = services().documents.memory_graph(
+            principal(), bank_id, limit, kinds=kinds, q=search_param(), tags=tags,
+            tags_match=match, document_id=request.args.get("document_id") or None,
+            chunk_id=chunk_id)
+    nodes, rows = [], []
+    for u in out["units"]:
+        ftype = hs.KIND_TYPE.get(u["kind"], "world")
+        date = u["occurred_start"] or u["mentioned_at"] or u["created_at"]
+        names = ", ".join(u["entities"]) or "None"
+        text = u["text"] or ""
+        nodes.append({"data": {"id": u["id"], "label": text[:40] + ("…" if len(text) > 40 else ""),
+                               "text": text, "date": date or "", "context": u["context"] or "",
+                               "entities": names, "color": _TYPE_COLOR[ftype]}})
+        rows.append({"id": u["id"], "text": text, "context": u["context"] or "N/A",
+                     "occurred_start": u["occurred_start"], "occurred_end": u["occurred_end"],
+                     "mentioned_at": u["mentioned_at"], "date": date, "entities": names,
+                     "document_id": u["document_id"], "chunk_id": u["chunk_id"],
+                     "fact_type": ftype, "tags": u["tags"], "created_at": u["created_at"],
+                     "proof_count": None})
+    edges = [{"data": {"id": f"{l['from_unit']}-{l['to_unit']}-{l['type']}",
+                       "source": l["from_unit"], "target": l["to_unit"], "linkType": l["type"],
+                       "weight": l["weight"], "entityName": l["entity_name"] or "",
+                       "color": _LINK_COLOR.get(l["type"], "#bcbd22"),
+                       "lineStyle": "dashed" if l["type"] == "temporal" else "solid"}}
+             for l in out["links"]]
+    return jsonify({"nodes": nodes, "edges": edges, "table_rows": rows,
+                    "total_units": out["total"], "limit": limit})
+
+
+@bp.get(BANK + "/stats/memories-timeseries")
+@requires("read")
+@doc({200: hs.MemoriesTimeseriesResponse}, query=C.TimeseriesQuery,
+     errors={400: ['invalid_request']})
+def memories_timeseries(bank_id: str):
+    """Hindsight's ingest time series: the caller's live units per bucket over ``?period=``
+    (1h, 12h, 1d, 7d (default), 30d, 90d), counted per Hindsight type, on ``time_field``
+    (``created_at`` default; ``mentioned_at``, ``occurred_start`` fall back to it per
+    unit)."""
+    check_bank_id(bank_id)
+    out = services().documents.timeseries(principal(), bank_id,
+                                          request.args.get("period") or "7d",
+                                          request.args.get("time_field") or "created_at")
+    buckets = []
+    for b in out["buckets"]:
+        counts = {"world": 0, "experience": 0, "observation": 0}
+        for (when, kind), n in out["counts"].items():
+            if when == b and hs.KIND_TYPE.get(kind) in counts:
+                counts[hs.KIND_TYPE[kind]] += n
+        buckets.append({"time": b.isoformat(), **counts})
+    return jsonify({"bank_id": bank_id, "period": out["period"], "trunc": out["trunc"],
+                    "time_field": out["time_field"], "buckets": buckets})
 
 
 @bp.delete(BANK + "/memories")

@@ -25,15 +25,10 @@ from api.errors import APIError
 from api.openapi import doc
 
 PREFIX = "hindsight_unserved."
-# Hindsight routes that one of RCLL's catch-all rules would answer as something else (a
-# document id read as a path, an entity id): registered here whatever matches them today,
-# so they answer 501 with their reason instead of a wrong 200 or 404. A document whose id
-# ends in "/chunks" or "/history" is then read through the RCLL documents list.
-SHADOWED = frozenset({
-    ("GET", "/v1/default/banks/{bank_id}/documents/{document_id}/chunks"),
-    ("GET", "/v1/default/banks/{bank_id}/documents/{document_id}/history"),
-    ("GET", "/v1/default/banks/{bank_id}/entities/graph"),
-})
+# Hindsight routes that one of RCLL's catch-all rules would answer as something else (an
+# entity id): registered here whatever matches them today, so they answer 501 with their
+# reason instead of a wrong 200 or 404. None today: every such route is served.
+SHADOWED: frozenset[tuple[str, str]] = frozenset()
 
 # (pattern over "METHOD path", needs an LLM, the reason) — first match wins.
 _FAMILIES: list[tuple[str, bool, str]] = [
@@ -54,10 +49,6 @@ _FAMILIES: list[tuple[str, bool, str]] = [
      "directives (rules applied to reflect) are not built"),
     (r"\w+ /v1/default/banks/[^/]+/llm-requests", False,
      "LLM request logs are not kept; a job's LLM usage is in its operation (llm_usage)"),
-    (r"\w+ /v1/default/banks/[^/]+/(entities/)?graph", False,
-     "the graph view is not built; GET /v1/default/banks/{bank_id}/entities lists entities "
-     "and a unit's links are in GET /v1/default/banks/{bank_id}/units/{unit_id}"),
-    (r"\w+ /v1/default/banks/[^/]+/stats/", False, "time-series statistics are not built"),
     (r"\w+ /v1/default/banks/[^/]+/attachments/", False,
      "attachments are not kept apart from their documents"),
     (r"\w+ /v1/default/banks/[^/]+/document-transfer", False,
@@ -66,19 +57,6 @@ _FAMILIES: list[tuple[str, bool, str]] = [
     (r"\w+ /v1/bank-template-schema|\w+ /v1/default/banks/[^/]+/(export|import)$", False,
      "bank templates are not built; GET /banks/{bank_id}/export exports a whole bank and "
      "POST /banks/{bank_id}/import imports one"),
-    (r"\w+ /v1/default/banks/[^/]+/audit-logs", False,
-     "Hindsight's audit-log shapes are not built; GET /v1/default/banks/{bank_id}/audit "
-     "lists RCLL's audit entries (bank admin)"),
-    (r"\w+ /v1/default/banks/[^/]+/webhooks", False, "webhooks are not built"),
-    (r"\w+ /v1/default/banks/[^/]+/aliases", False, "bank aliases are not built"),
-    (r"\w+ /v1/default/banks/[^/]+/documents|\w+ /v1/default/chunks/", False,
-     "this documents route is not built; RCLL's document routes read, list and delete "
-     "documents, and a new version is retained under the same document_id"),
-    (r"\w+ /v1/default/banks/[^/]+/memories/", False,
-     "this memory route is not built; POST /v1/default/banks/{bank_id}/units/{unit_id}/correct "
-     "changes a memory (revision-checked)"),
-    (r"\w+ /v1/default/banks/[^/]+/operations/", False,
-     "this operations route is not built; a failed job is retained again to retry"),
 ]
 
 

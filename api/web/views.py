@@ -424,7 +424,7 @@ def jobs():
     """The jobs of every bank the member may read, newest first: ``?bank_id=&state=``."""
     bank_id = request.args.get("bank_id") or None
     state = request.args.get("state") or None
-    if state not in (None, "queued", "running", "succeeded", "failed", "partial"):
+    if state not in (None, "queued", "running", "succeeded", "failed", "partial", "cancelled"):
         state = None
     rows, total = services().operations.list_all(
         web.caller(), _bank(bank_id) if bank_id else None, state, PAGE, _page())

@@ -410,15 +410,38 @@ class AccessService:
 
     # --- audit log ------------------------------------------------------------------------
     def audit(self, by: Principal, bank_id: str, *, action: str | None = None,
-              actor: str | None = None, unit_id: str | None = None, limit: int = 50,
+              actor: str | None = None, unit_id: str | None = None,
+              since: datetime | None = None, until: datetime | None = None, limit: int = 50,
               offset: int = 0) -> tuple[list[dict], int]:
         """One page of the bank's audit entries, newest first (an admin of the bank),
-        filtered by ``action``, ``actor`` and ``unit_id`` (exact); ``(rows, total)``
-        (:func:`rcll.store.audit.list`)."""
+        filtered by ``action``, ``actor`` and ``unit_id`` (exact), ``since`` (inclusive)
+        and ``until`` (exclusive); ``(rows, total)`` (:func:`rcll.store.audit.list`)."""
         by.require(bank_id, "admin")
         with self.read_pool.connection() as conn:
             return audit.list(conn, bank_id, action=action, actor=actor, unit_id=unit_id,
-                              limit=limit, offset=offset)
+                              since=since, until=until, limit=limit, offset=offset)
+
+    def audit_entry(self, by: Principal, bank_id: str, entry_id: int) -> dict:
+        """One audit entry of the bank (an admin of the bank; the row shape of
+        :func:`rcll.store.audit.list`). 403 ``forbidden``, 404 ``audit_entry_not_found``
+        (also an entry of another bank)."""
+        by.require(bank_id, "admin")
+        with self.read_pool.connection() as conn:
+            row = audit.get(conn, bank_id, entry_id)
+        if row is None:
+            err = NotFound(f"audit entry {entry_id} does not exist in bank {bank_id!r}",
+                           {"log_id": str(entry_id), "bank_id": bank_id})
+            err.code = "audit_entry_not_found"
+            raise err
+        return row
+
+    def audit_counts(self, by: Principal, bank_id: str, since: datetime, trunc: str,
+                     action: str | None = None) -> list[dict]:
+        """The bank's audit entries since ``since`` per ``trunc`` bucket and action (an admin
+        of the bank; :func:`rcll.store.audit.counts`). 403 ``forbidden``."""
+        by.require(bank_id, "admin")
+        with self.read_pool.connection() as conn:
+            return audit.counts(conn, bank_id, since, trunc, action)
 
     # --- who am I ------------------------------------------------------------------------
     def whoami(self, by: Principal) -> dict:

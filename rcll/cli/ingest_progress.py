@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-TERMINAL = ("succeeded", "failed", "partial")
+TERMINAL = ("succeeded", "failed", "partial", "cancelled")
 
 
 @dataclass

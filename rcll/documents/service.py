@@ -1,5 +1,7 @@
-"""The documents service: list, read and delete documents; list a bank's memories and
-tags; clear a bank — the one implementation HTTP, MCP and the CLI call.
+"""The documents service: list, read, retag and delete documents, their chunks and their
+history; list a bank's memories and tags; clear a bank — the one implementation HTTP, MCP
+and the CLI call (re-making a document's version is a retain: the retain service's
+``reprocess``).
 
 Every method takes the caller's :class:`~rcll.access.principal.Principal` first, checks its
 role on the bank itself, and filters by the one visibility rule
@@ -14,14 +16,18 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from rcll.access.principal import Principal
-from rcll.access.visibility import rule_for
+from rcll.access.visibility import grants_filter, rule_for
 from rcll.cascade import invalidation
 from rcll.db import read_only
-from rcll.store import audit, banks, documents
+from rcll.errors import InvalidInput
+from rcll.store import audit, banks, chunks, document_events, documents
 
 if TYPE_CHECKING:
 
     from rcll.bootstrap import Services
+
+
+GRAPH_LINKS_PER_UNIT = 20  # the memory graph's bound on links, per unit shown
 
 
 class DocumentService:
@@ -54,6 +60,72 @@ class DocumentService:
             banks.get(conn, bank_id)
             return documents.get(conn, bank_id, document_id, rule=rule_for(principal, bank_id))
 
+    def chunks(self, principal: Principal, bank_id: str, document_id: str, limit: int,
+               offset: int) -> tuple[list[dict], int]:
+        """One page of the chunks of ``document_id``'s live version — the lineage
+        :meth:`get_document` shows — that hold a unit the caller sees, by index
+        (:func:`rcll.store.chunks.page`), and their total. 403 ``forbidden``, 404
+        ``bank_not_found``, 404 ``document_not_found`` (also when the caller sees none of
+        it)."""
+        principal.require(bank_id, "read")
+        rule = rule_for(principal, bank_id)
+        with self._read() as conn:
+            banks.get(conn, bank_id)
+            doc = documents.lineage(conn, bank_id, document_id, rule=rule)
+            return chunks.page(conn, doc["pk"], limit, offset, rule=rule)
+
+    def chunk(self, principal: Principal, chunk_id: str) -> dict:
+        """One chunk by id in any bank the caller may read, while it holds a unit the
+        caller sees there (:func:`rcll.store.chunks.get` with
+        :func:`rcll.access.visibility.grants_filter`). 404 ``chunk_not_found`` for a
+        malformed id, a missing chunk, a chunk of a bank the caller may not read and one
+        whose units it may not see — one answer, so no chunk id is confirmed to exist."""
+        with self._read() as conn:
+            return chunks.get(conn, chunk_id, grants_filter(principal, "u"))
+
+    def history(self, principal: Principal, bank_id: str, document_id: str, limit: int,
+                offset: int) -> dict:
+        """The changes of ``document_id`` — the lineage :meth:`get_document` shows — newest
+        first (:func:`rcll.store.document_events.page`: versions, reprocesses, retags, and
+        the lifecycle verbs on its units the caller sees): ``{"document_id", "revision",
+        "audience", "purposes", "items", "total"}``. 403 ``forbidden``, 404
+        ``bank_not_found`` / ``document_not_found``."""
+        principal.require(bank_id, "read")
+        rule = rule_for(principal, bank_id)
+        with self._read() as conn:
+            banks.get(conn, bank_id)
+            doc = documents.lineage(conn, bank_id, document_id, rule=rule)
+            items, total = document_events.page(conn, doc["pk"], limit, offset, rule=rule)
+        return {"document_id": document_id, "revision": doc["revision"],
+                "audience": doc["audience"], "purposes": doc["purposes"], "items": items,
+                "total": total}
+
+    def retag(self, principal: Principal, bank_id: str, document_id: str,
+              tags: Sequence[str]) -> dict:
+        """Replace the tags of ``document_id`` — every lineage of it the caller may read, and
+        their units it sees (:func:`rcll.store.documents.retag`: the array replaces, ``[]``
+        clears) — with a ``retag`` event in each lineage's history and an audit entry
+        ``document.retag``; after the commit the units leave tier 1 (their cached tags are
+        stale) and the bank's cues are forgotten. A later version of the document sets its
+        own tags again. → ``{"document_id", "tags", "lineages", "units"}``. 403
+        ``forbidden`` (no write role), 404 ``bank_not_found`` / ``document_not_found``."""
+        principal.require(bank_id, "write")
+        tags = list(dict.fromkeys(tags))
+        svc = self._services
+        with svc.pool.connection() as conn, conn.transaction():
+            banks.get(conn, bank_id)
+            docs, ids = documents.retag(conn, bank_id, document_id, tags,
+                                        rule=rule_for(principal, bank_id))
+            for pk in docs:
+                document_events.record_retag(conn, pk, principal.member_id, tags, len(ids))
+            audit.record(conn, principal.member_id, "document.retag", bank_id,
+                         details={"document_id": document_id, "tags": tags, "units": len(ids),
+                                  "lineages": len(docs)})
+        invalidation.units_left(svc.hot_tier, bank_id, ids)
+        invalidation.bank_written(svc.hot_tier, bank_id)
+        return {"document_id": document_id, "tags": tags, "lineages": len(docs),
+                "units": len(ids)}
+
     def delete_document(self, principal: Principal, bank_id: str, document_id: str) -> list[str]:
         """Delete what the caller may read of ``document_id``
         (:func:`rcll.store.documents.delete`), audited as ``document.delete``; the deleted
@@ -83,6 +155,41 @@ class DocumentService:
             return documents.list_units(conn, bank_id, limit, offset,
                                         visible=rule_for(principal, bank_id).sql("u"),
                                         **filters)
+
+    def memory_graph(self, principal: Principal, bank_id: str, limit: int,
+                     **filters) -> dict:
+        """The caller's newest ``limit`` units (``filters`` as :meth:`list_memories`) and the
+        links among them (:func:`rcll.store.documents.links_among`, at most
+        :data:`GRAPH_LINKS_PER_UNIT` per unit): ``{"units": [...], "links": [...],
+        "total": n}`` (``total``: the units the filters match). 403 ``forbidden``, 404
+        ``bank_not_found``."""
+        principal.require(bank_id, "read")
+        with self._read() as conn:
+            banks.get(conn, bank_id)
+            units, total = documents.list_units(conn, bank_id, limit, 0,
+                                                visible=rule_for(principal, bank_id).sql("u"),
+                                                **filters)
+            links = documents.links_among(conn, [u["id"] for u in units],
+                                          GRAPH_LINKS_PER_UNIT * max(1, len(units)))
+        return {"units": units, "links": links, "total": total}
+
+    def timeseries(self, principal: Principal, bank_id: str, period: str,
+                   time_field: str) -> dict:
+        """The caller's live units counted per time bucket and kind
+        (:func:`rcll.store.documents.timeseries`). 400 ``invalid_request`` for a period
+        not in :data:`~rcll.store.documents.TIMESERIES_PERIODS` (an unknown ``time_field``
+        falls back to ``created_at``, as Hindsight's does), 403, 404 ``bank_not_found``."""
+        if period not in documents.TIMESERIES_PERIODS:
+            raise InvalidInput(f"period must be one of {', '.join(documents.TIMESERIES_PERIODS)}",
+                               {"field": "period"})
+        if time_field not in documents.TIMESERIES_FIELDS:
+            time_field = "created_at"
+        principal.require(bank_id, "read")
+        with self._read() as conn:
+            banks.get(conn, bank_id)
+            out = documents.timeseries(conn, bank_id, period, time_field,
+                                       visible=rule_for(principal, bank_id).sql("u"))
+        return {**out, "period": period, "time_field": time_field}
 
     def room_hall_grid(self, principal: Principal, bank_id: str) -> dict:
         """The caller's live units of the bank counted per room and hall

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from rcll.access.principal import Principal
 from rcll.access.visibility import unit_filter
 from rcll.cascade import invalidation
+from rcll.db import read_only
 from rcll.errors import InvalidInput
 from rcll.store import audit, banks, entities, entity_edits
 
@@ -115,6 +116,22 @@ class EntityService:
                     "linked_entities": entities.linked(conn, eid, visible=vis),
                     "history": entity_edits.history(conn, eid)}
 
+    def graph(self, principal: Principal, bank_id: str, limit: int, min_count: int = 1,
+              tags: list[str] | None = None, tags_match: str = "any") -> dict:
+        """The co-occurrence graph (``read``) over the units the caller sees, only those
+        ``tags`` match when given (``tags_match`` as recall's,
+        :data:`rcll.search.scope.TAGS_SQL`): :func:`rcll.store.entities.cooccurrence`."""
+        from rcll.search.scope import TAGS_SQL
+
+        principal.require(bank_id, "read")
+        sql, params = self._visible(principal, bank_id)
+        if tags:
+            sql = f"({sql}) AND {TAGS_SQL[tags_match].format(a='vu')}"
+            params = {**params, "scope_tags": list(tags)}
+        with read_only(self._services.read_pool) as conn:
+            banks.get(conn, bank_id)
+            return entities.cooccurrence(conn, bank_id, limit, min_count, visible=(sql, params))
+
     def proposals(self, principal: Principal, bank_id: str, state: str | None, limit: int,
                   offset: int) -> tuple[list[dict], int]:
         """One page of entity-merge proposals (``read``), newest first, optionally in one
@@ -127,7 +144,8 @@ class EntityService:
                                            visible=self._visible(principal, bank_id))
 
     def merge(self, principal: Principal, bank_id: str, body: dict) -> dict:
-        """Merge (``admin``): ``{"entity_ids": [keep, other, ...]}``, or
+        """Merge (``admin``; only entities the caller's units mention, others 404 as
+        :meth:`get`): ``{"entity_ids": [keep, other, ...]}``, or
         ``{"proposal_id", "keep_id"?}`` (merge the proposal), or ``{"proposal_id",
         "decision": "reject"}`` (close it); optional ``"actor"``. Returns ``{"entity":
         public}`` after a merge, ``{"proposal_id", "state": "rejected"}`` after a reject.
@@ -137,6 +155,7 @@ class EntityService:
         actor = check_string(body, "actor", required=False)
         with self.pool.connection() as conn, conn.transaction():
             banks.get(conn, bank_id)
+            vis = self._visible(principal, bank_id)
             if "proposal_id" in body:
                 pid = check_string(body, "proposal_id")
                 decision = body.get("decision", "merge")
@@ -151,11 +170,12 @@ class EntityService:
                                  None, {"proposal_id": pid, "actor": actor})
                     return {"proposal_id": pid, "state": "rejected"}
                 kept = entity_edits.merge_proposal(conn, bank_id, pid, actor,
-                                                   check_string(body, "keep_id", required=False))
+                                                   check_string(body, "keep_id", required=False),
+                                                   visible=vis)
                 merged: dict = {"proposal_id": pid}
             else:
                 ids = check_ids(body, "entity_ids")
-                kept = entity_edits.merge(conn, bank_id, ids, actor)
+                kept = entity_edits.merge(conn, bank_id, ids, actor, visible=vis)
                 merged = {"entity_ids": ids}
             audit.record(conn, principal.member_id, "entity.merge", bank_id, None,
                          {**merged, "kept": str(kept["id"]), "actor": actor})
@@ -175,7 +195,8 @@ class EntityService:
                 aliases=check_ids(body, "aliases") if "aliases" in body else None,
                 unit_ids=check_ids(body, "unit_ids") if "unit_ids" in body else None,
                 name=check_string(body, "name", required=False),
-                actor=check_string(body, "actor", required=False))
+                actor=check_string(body, "actor", required=False),
+                visible=self._visible(principal, bank_id))
             audit.record(conn, principal.member_id, "entity.split", bank_id, None,
                          {"entity_id": entity_id, "new_id": str(new["id"]),
                           "aliases": body.get("aliases"), "unit_ids": body.get("unit_ids")})

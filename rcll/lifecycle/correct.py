@@ -14,10 +14,12 @@ from rcll.store import audit, memories, unit_edits, units
 
 
 def correct(ctx: LifecycleContext, principal: Principal, bank_id: str, unit_id: str,
-            revision: int, changes: dict | UnitFields) -> dict:
+            revision: int | None, changes: dict | UnitFields) -> dict:
     """Apply ``changes`` (any of ``text, kind, context, room, hall, layer, audience,
     purposes, occurred_start, occurred_end, mentioned_at, metadata, tags, confidence``) to
-    the unit if it is at ``revision``. In one transaction: lock the row (a concurrent
+    the unit if it is at ``revision`` (``None``: at whatever revision it holds under the
+    row lock — Hindsight's ``PATCH …/memories/{id}`` sent without ``If-Match``). In one
+    transaction: lock the row (a concurrent
     ``correct`` waits, then sees the new revision and loses), keep the current revision as
     history, update with ``WHERE revision = %s``, and when the text changed replace its
     vector, entity mentions (and add the new entity/temporal/semantic links); an audit entry
@@ -50,6 +52,8 @@ def correct(ctx: LifecycleContext, principal: Principal, bank_id: str, unit_id: 
     with ctx.pool.connection() as conn, conn.transaction():
         row = rules.visible_row(principal, bank_id, uid, unit_edits.lock(conn, bank_id, uid))
         rules.check_not_forgotten(row)
+        if revision is None:
+            revision = row["revision"]
         rules.check_revision(row, revision)
         if "audience" in ch:
             ch["audience"] = rules.check_audience(conn, principal, ch["audience"])

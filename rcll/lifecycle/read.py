@@ -46,18 +46,46 @@ def read(ctx: LifecycleContext, principal: Principal, bank_id: str, unit_id: str
 
 
 def history(ctx: LifecycleContext, principal: Principal, bank_id: str, unit_id: str) -> dict:
-    """The unit's earlier revisions (:func:`rcll.store.unit_edits.revisions`, newest first)
-    and its feedback (:func:`rcll.store.feedback.counts`): ``{"revisions": [...],
-    "feedback": {"success", "failure", "worth"}}``, for a unit the caller may read (the
-    rule of :func:`read`; a forgotten unit has no revisions left). Raises as :func:`read`:
-    403 ``forbidden``, 400 ``invalid_unit_id``, 404 ``bank_not_found`` /
+    """The unit's history for a unit the caller may read (the rule of :func:`read`):
+    ``{"revision" (current), "state" ("valid", "superseded", "invalidated" or
+    "forgotten"), "invalidated_reason", "superseded_by" (the unit that replaced it, or
+    None), "supersedes" (the units it replaced), "revisions" (its earlier revisions,
+    :func:`rcll.store.unit_edits.revisions`, newest first; a forgotten unit has none
+    left), "feedback" ({"success", "failure", "worth"}, :func:`rcll.store.feedback.counts`)}``.
+    ``superseded_by`` and each of ``supersedes`` is ``{"id", "revision", "created_at"}``,
+    only for units the caller sees (another's is left out, as in a unit's links). Raises as
+    :func:`read`: 403 ``forbidden``, 400 ``invalid_unit_id``, 404 ``bank_not_found`` /
     ``unit_not_found``. READ ONLY transaction on the read pool."""
     principal.require(bank_id, "read")
     uid = rules.unit_id(unit_id)
     with read_only(ctx.read_pool) as conn:
         banks.get(conn, bank_id)
-        row = conn.execute("SELECT audience, purposes FROM memory_units WHERE id = %s "
-                           "AND bank_id = %s", (uid, bank_id)).fetchone()
+        row = conn.execute(
+            "SELECT audience, purposes, revision, superseded_by_id, invalidated_reason, "
+            "forgotten_at FROM memory_units WHERE id = %s AND bank_id = %s",
+            (uid, bank_id)).fetchone()
         rules.visible_row(principal, bank_id, uid, row, None)
-        return {"revisions": unit_edits.revisions(conn, uid),
+        seen, params = rules.seen(principal, bank_id)
+        newer = conn.execute(
+            f"""SELECT o.id::text AS id, o.revision, o.created_at FROM memory_units o
+                WHERE o.id = %(by)s AND {seen}""",
+            {**params, "by": row["superseded_by_id"]}).fetchone() \
+            if row["superseded_by_id"] else None
+        older = conn.execute(
+            f"""SELECT o.id::text AS id, o.revision, o.created_at FROM memory_units o
+                WHERE o.superseded_by_id = %(u)s AND {seen} ORDER BY o.created_at, o.id""",
+            {**params, "u": uid}).fetchall()
+        state = ("forgotten" if row["forgotten_at"] else "superseded"
+                 if row["superseded_by_id"] else "invalidated" if row["invalidated_reason"]
+                 else "valid")
+
+        def ref(r: dict) -> dict:
+            return {"id": r["id"], "revision": r["revision"],
+                    "created_at": r["created_at"].isoformat()}
+
+        return {"revision": row["revision"], "state": state,
+                "invalidated_reason": row["invalidated_reason"],
+                "superseded_by": ref(newer) if newer else None,
+                "supersedes": [ref(r) for r in older],
+                "revisions": unit_edits.revisions(conn, uid),
                 "feedback": feedback.counts(conn, uid)}

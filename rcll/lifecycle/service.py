@@ -44,7 +44,7 @@ class Lifecycle:
         """See :func:`rcll.lifecycle.derive.derive` (HTTP: 201)."""
         return derive.derive(self.ctx, principal, bank_id, source_ids, unit)
 
-    def correct(self, principal: Principal, bank_id: str, unit_id: str, revision: int,
+    def correct(self, principal: Principal, bank_id: str, unit_id: str, revision: int | None,
                 changes: dict) -> dict:
         """See :func:`rcll.lifecycle.correct.correct`."""
         return correct.correct(self.ctx, principal, bank_id, unit_id, revision, changes)

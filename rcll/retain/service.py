@@ -169,6 +169,53 @@ class RetainService:
             return jobs.get(conn, job_id), created
 
 
+    def reprocess(self, bank_id: str, document_id: str, principal: Principal) -> dict:
+        """Re-run the retain pipeline on the stored latest version of ``document_id`` as a
+        new queued job: the lineage the caller sees that ``GET …/documents/{id}`` shows
+        (:func:`rcll.store.documents.lineage`), its live text (its live chunks in order,
+        :func:`rcll.store.documents.live_text` — what forget erased stays erased) and its
+        document-level values (metadata, tags, context, time, audience, purposes) as one
+        item under the same document id, so it is the lineage's next version, chunked and
+        classified with the current settings. The job's counts carry ``reprocess`` (the
+        document id; its history shows a ``reprocess`` event) and one audit entry
+        ``document.reprocess`` is written in its transaction. Returns the queued job.
+
+        Raises 403 ``forbidden`` (no write role), 404 ``bank_not_found`` /
+        ``document_not_found``, 409 ``nothing_to_reprocess`` (no live chunk left), 413
+        ``item_too_large``, 503 ``queue_unavailable``."""
+        from rcll.access.visibility import rule_for
+        from rcll.store import banks, documents
+
+        principal.require(bank_id, "write")
+        rule = rule_for(principal, bank_id)
+        with self.pool.connection() as conn:
+            banks.get(conn, bank_id)
+            doc = documents.lineage(conn, bank_id, document_id, rule=rule)
+            text = documents.live_text(conn, doc["pk"], rule=rule)
+        if not text or not text.strip():
+            raise Rejected(409, "nothing_to_reprocess",
+                           f"document {document_id!r} has no live text left to reprocess",
+                           {"document_id": document_id})
+        if len(text) > self.limits.max_item_chars:
+            raise Rejected(413, "item_too_large",
+                           f"the document's text has {len(text)} characters; the limit is "
+                           f"{self.limits.max_item_chars}",
+                           {"chars": len(text), "max": self.limits.max_item_chars})
+        item = RetainItem(content=text, document_id=document_id, metadata=doc["metadata"],
+                          tags=doc["tags"], context=doc["context"],
+                          timestamp=doc["mentioned_at"], audience=doc["audience"],
+                          purposes=doc["purposes"])
+        [item] = self.with_access(bank_id, [item], principal)
+        actor = principal.member_id
+        with self.pool.connection() as conn, conn.transaction():
+            job, _ = submit_retain(conn, bank_id, [item], actor=actor,
+                                   counts={"reprocess": document_id})
+            audit.record(conn, actor, "document.reprocess", bank_id, None,
+                         {"operation_id": str(job["id"]), "document_id": document_id,
+                          "from_revision": doc["revision"]})
+        send_after_commit(self.enqueue, self.context, stages.first().task_name, str(job["id"]))
+        return job
+
     def retain_sync_sliced(self, bank_id: str, items: list[RetainItem], *,
                            idempotency_key: str | None = None,
                            principal: Principal | None = None) -> list[dict]:

@@ -31,8 +31,9 @@ RETAIN_JOB = "retain"
 
 def submit_retain(conn: Connection, bank_id: str, items: list[RetainItem],
                   idempotency_key: str | None = None,
-                  actor: str | None = None) -> tuple[dict, bool]:
-    """Store a queued retain job holding the raw items; ``(job, created)``.
+                  actor: str | None = None, counts: dict | None = None) -> tuple[dict, bool]:
+    """Store a queued retain job holding the raw items; ``(job, created)``. ``counts``: more
+    starting counts beside ``items`` (a reprocess names its document there).
 
     A repeated ``idempotency_key`` for the bank with the same items from the same ``actor``
     (the writer's member id; ``None`` for auth off / internal calls) returns the first job
@@ -45,7 +46,8 @@ def submit_retain(conn: Connection, bank_id: str, items: list[RetainItem],
     hashed: object = payload if actor is None else {"actor": actor, "items": payload}
     digest = hashlib.sha256(json.dumps(hashed, sort_keys=True, separators=(",", ":"))
                             .encode("utf-8")).hexdigest()
-    return jobs.create(conn, bank_id, RETAIN_JOB, payload, {"items": len(items)},
+    return jobs.create(conn, bank_id, RETAIN_JOB, payload,
+                       {**(counts or {}), "items": len(items)},
                        idempotency_key, request_hash=digest, submitted_by=actor,
                        scopes=jobs.item_scopes(payload))
 

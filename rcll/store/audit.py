@@ -7,7 +7,8 @@ Actions are dotted names, ``<object>.<verb>``: ``member.create``, ``member.updat
 ``unit.remember``, ``unit.derive``, ``unit.correct``, ``unit.supersede``, ``unit.forget``,
 ``tunnel.create``, ``tunnel.delete``, ``bank.delete``, ``unit.feedback``, ``entity.merge``,
 ``entity.split``, ``entity.proposal_reject``, ``dedup.scan``, ``dedup.decide``,
-``closets.create`` … (free text; a caller picks one and documents it). ``details`` never holds a secret (API keys, key hashes).
+``closets.create``, ``document.retag``, ``document.reprocess``, ``operation.retry``,
+``operation.cancel``, ``operation.delete`` … (free text; a caller picks one and documents it). ``details`` never holds a secret (API keys, key hashes).
 """
 
 from __future__ import annotations
@@ -36,11 +37,12 @@ def record(conn: Connection, actor: str | None, action: str, bank_id: str | None
 
 def list(conn: Connection, bank_id: str | None = None, *, unit_id: str | None = None,  # noqa: A001
          actor: str | None = None, action: str | None = None, since: datetime | None = None,
-         limit: int = 50, offset: int = 0) -> tuple[builtins.list[dict], int]:
+         until: datetime | None = None, limit: int = 50,
+         offset: int = 0) -> tuple[builtins.list[dict], int]:
     """One page of audit entries, newest first (ties broken by id, descending), filtered by
-    any of ``bank_id``, ``unit_id``, ``actor``, ``action`` (exact) and ``since`` (``at >=``).
-    Returns ``(rows, total matching)``; each row is ``{id, at, actor, action, bank_id,
-    unit_id (str|None), details}``."""
+    any of ``bank_id``, ``unit_id``, ``actor``, ``action`` (exact), ``since`` (``at >=``)
+    and ``until`` (``at <``). Returns ``(rows, total matching)``; each row is ``{id, at,
+    actor, action, bank_id, unit_id (str|None), details}``."""
     where, params = [], []
     for col, val in (("bank_id", bank_id), ("unit_id", unit_id), ("actor", actor),
                      ("action", action)):
@@ -50,6 +52,9 @@ def list(conn: Connection, bank_id: str | None = None, *, unit_id: str | None = 
     if since is not None:
         where.append("at >= %s")
         params.append(since)
+    if until is not None:
+        where.append("at < %s")
+        params.append(until)
     clause = ("WHERE " + " AND ".join(where)) if where else ""
     rows = conn.execute(
         f"""SELECT id, at, actor, action, bank_id, unit_id::text AS unit_id, details
@@ -57,3 +62,34 @@ def list(conn: Connection, bank_id: str | None = None, *, unit_id: str | None = 
         (*params, limit, offset)).fetchall()
     total = conn.execute(f"SELECT count(*) AS n FROM audit_log {clause}", params).fetchone()
     return rows, (total["n"] if isinstance(total, dict) else total[0])
+
+
+def get(conn: Connection, bank_id: str, entry_id: int) -> dict | None:
+    """The entry ``entry_id`` of ``bank_id`` (the row shape of :func:`list`), or ``None``."""
+    return conn.execute(
+        """SELECT id, at, actor, action, bank_id, unit_id::text AS unit_id, details
+           FROM audit_log WHERE id = %s AND bank_id = %s""", (entry_id, bank_id)).fetchone()
+
+
+def counts(conn: Connection, bank_id: str, since: datetime, trunc: str,
+           action: str | None = None) -> builtins.list[dict]:
+    """The bank's entries since ``since`` counted per ``trunc`` bucket (``hour`` or ``day``,
+    UTC) and action, oldest bucket first: ``[{"time" (the bucket's start), "actions":
+    {action: n}, "total"}]``; buckets without an entry are left out. ``action``: only that
+    one."""
+    if trunc not in ("hour", "day"):
+        raise ValueError(f"trunc must be hour or day, not {trunc!r}")
+    where, params = ["bank_id = %s", "at >= %s"], [bank_id, since]
+    if action is not None:
+        where.append("action = %s")
+        params.append(action)
+    rows = conn.execute(
+        f"""SELECT date_trunc(%s, at AT TIME ZONE 'UTC') AS bucket, action, count(*) AS n
+            FROM audit_log WHERE {' AND '.join(where)}
+            GROUP BY 1, 2 ORDER BY 1, 2""", (trunc, *params)).fetchall()
+    out: dict = {}
+    for r in rows:
+        b = out.setdefault(r["bucket"], {"actions": {}, "total": 0})
+        b["actions"][r["action"]] = int(r["n"])
+        b["total"] += int(r["n"])
+    return [{"time": k.isoformat() + "Z", **v} for k, v in out.items()]

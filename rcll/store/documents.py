@@ -140,6 +140,69 @@ def get(conn: Connection, bank_id: str, document_id: str, *, rule: Rule = EVERYO
     return out
 
 
+def lineage(conn: Connection, bank_id: str, document_id: str, *,
+            rule: Rule = EVERYONE) -> dict:
+    """The lineage of ``document_id`` the caller sees that :func:`get` shows — its own
+    (audience the caller's member id) before the bank's, then the newest by version key:
+    ``{pk, document_id, audience, purposes, content_hash, metadata, tags, context,
+    mentioned_at, revision, created_at, updated_at}``. Raises :class:`DocumentNotFound`."""
+    params: dict = {"bank": bank_id, "doc": document_id}
+    seen = _lineages(rule, params)
+    row = conn.execute(
+        f"""SELECT d.id::text AS pk, d.document_id, d.audience, d.purposes, d.content_hash,
+                   d.metadata, d.tags, d.context, d.mentioned_at, d.revision, d.created_at,
+                   d.updated_at
+            FROM documents d
+            WHERE d.bank_id = %(bank)s AND d.document_id = %(doc)s AND {seen}
+            ORDER BY d.audience = %(me)s DESC, d.version_seq DESC, d.version_item DESC, d.id
+            LIMIT 1""", {**params, "me": rule.member or ""}).fetchone()
+    if row is None:
+        raise _not_found(bank_id, document_id)
+    return {**row, "purposes": list(row["purposes"]), "tags": list(row["tags"])}
+
+
+def live_text(conn: Connection, document_pk: str, *, rule: Rule = EVERYONE) -> str | None:
+    """The text of a lineage's live version as :func:`get` gives it (``original_text``):
+    its live chunks the caller sees, in order, joined by a blank line; ``None`` when none
+    is left."""
+    vis, params = _vis(rule.sql("u", "vis"))
+    return conn.execute(
+        f"""SELECT string_agg(c.text, E'\n\n' ORDER BY c.index) AS text FROM chunks c
+            WHERE c.document_id = %(pk)s AND EXISTS (
+              SELECT 1 FROM memory_units u WHERE u.chunk_id = c.id AND {vis}
+                AND u.invalidated_reason IS NULL)""",
+        {**params, "pk": document_pk}).fetchone()["text"]
+
+
+def retag(conn: Connection, bank_id: str, document_id: str, tags: Sequence[str], *,
+          rule: Rule = EVERYONE) -> tuple[list[str], list[str]]:
+    """Replace the tags of every lineage of ``document_id`` the rule lets the caller see
+    (the lineages :func:`delete` would delete) and of their units it sees (live, replaced
+    and invalidated alike: a document's tags are its units'; tombstones keep none); in the
+    caller's transaction, the lineage rows locked first. Returns ``(lineage ids, unit
+    ids)``. Raises :class:`DocumentNotFound` when the caller sees no lineage of it."""
+    params: dict = {"bank": bank_id, "doc": document_id, "tags": list(tags)}
+    dvis, dparams = rule.sql("d", "dvis")
+    uvis, uparams = _vis(rule.sql("u", "vis"))
+    params.update(dparams)
+    params.update(uparams)
+    docs = [r["id"] for r in conn.execute(
+        f"""SELECT d.id::text AS id FROM documents d
+            WHERE d.bank_id = %(bank)s AND d.document_id = %(doc)s AND {dvis}
+              AND EXISTS (SELECT 1 FROM memory_units u WHERE u.document_id = d.id AND {uvis})
+            ORDER BY d.id FOR UPDATE OF d""", params).fetchall()]
+    if not docs:
+        raise _not_found(bank_id, document_id)
+    params["docs"] = docs
+    conn.execute("UPDATE documents SET tags = %(tags)s, updated_at = now() "
+                 "WHERE id = ANY(%(docs)s::uuid[])", params)
+    ids = [str(r["id"]) for r in conn.execute(
+        f"""UPDATE memory_units u SET tags = %(tags)s
+            WHERE u.document_id = ANY(%(docs)s::uuid[]) AND {uvis} RETURNING u.id""",
+        params).fetchall()]
+    return docs, ids
+
+
 def _unsupersede(conn: Connection, unit_ids: list[str]) -> None:
     """Units superseded by units about to be deleted keep ``invalidated_reason`` (so they do
     not come back as live) and lose the pointer (the foreign key has no cascade)."""
@@ -215,17 +278,19 @@ def list_units(conn: Connection, bank_id: str, limit: int, offset: int, *,
                q: str | None = None, document_id: str | None = None,
                tags: Sequence[str] | None = None, tags_match: str = "any",
                entity_id: str | None = None, state: str | None = None,
-               room: str | None = None, hall: str | None = None
-               ) -> tuple[list[dict], int]:
+               room: str | None = None, hall: str | None = None,
+               chunk_id: str | None = None) -> tuple[list[dict], int]:
     """One page of the bank's units the caller sees, newest first (ties by id), with the
     total. Filters: ``kinds``; ``q`` (text contains, case-insensitive); ``document_id`` (the
     caller's id); ``tags`` (any of them); ``state`` ``valid`` (default: live units) or
     ``invalidated`` (superseded or invalidated ones); ``tags`` with ``tags_match`` as
     recall's (:data:`rcll.search.scope.TAGS_SQL`); ``entity_id``: units mentioning that
-    entity; ``room`` / ``hall``: units in that room / hall. Rows: id, text, context, kind, room,
+    entity; ``room`` / ``hall``: units in that room / hall; ``chunk_id``: units of that
+    chunk (a UUID). Rows: id, text, context, kind, room,
     hall, layer, document_id, chunk_id, tags, metadata, occurred_start/end, mentioned_at,
     created_at, invalidated_reason, superseded_by_id, audience, purposes, revision,
-    entity_names."""
+    entity_names (the names an LLM gave), entities (the names of the entities resolved for
+    the unit, in mention order)."""
     vis, params = _vis(visible)
     params.update({"bank": bank_id, "limit": limit, "offset": offset})
     where = ["u.bank_id = %(bank)s", vis]
@@ -251,6 +316,9 @@ def list_units(conn: Connection, bank_id: str, limit: int, offset: int, *,
         where.append("EXISTS (SELECT 1 FROM unit_entities ue WHERE ue.unit_id = u.id "
                      "AND ue.entity_id = %(ent)s::uuid)")
         params["ent"] = entity_id
+    if chunk_id:
+        where.append("u.chunk_id = %(chunk)s::uuid")
+        params["chunk"] = chunk_id
     if room:
         where.append("u.room = %(room)s")
         params["room"] = room
@@ -263,7 +331,9 @@ def list_units(conn: Connection, bank_id: str, limit: int, offset: int, *,
         f"""SELECT u.id, u.text, u.context, u.kind, u.room, u.hall, u.layer,
                    d.document_id, u.chunk_id, u.tags, u.metadata, u.occurred_start,
                    u.occurred_end, u.mentioned_at, u.created_at, u.invalidated_reason,
-                   u.superseded_by_id, u.audience, u.purposes, u.revision, u.entity_names
+                   u.superseded_by_id, u.audience, u.purposes, u.revision, u.entity_names,
+                   ARRAY(SELECT e.name FROM unit_entities ue JOIN entities e ON e.id = ue.entity_id
+                         WHERE ue.unit_id = u.id ORDER BY ue.seq) AS entities
             {base} WHERE {clause}
             ORDER BY u.created_at DESC, u.id DESC LIMIT %(limit)s OFFSET %(offset)s""",
         params).fetchall()
@@ -275,7 +345,7 @@ def list_units(conn: Connection, bank_id: str, limit: int, offset: int, *,
         row["chunk_id"] = str(r["chunk_id"]) if r["chunk_id"] else None
         row["superseded_by_id"] = str(r["superseded_by_id"]) if r["superseded_by_id"] else None
         row["tags"], row["purposes"] = list(r["tags"]), list(r["purposes"])
-        row["entity_names"] = list(r["entity_names"])
+        row["entity_names"], row["entities"] = list(r["entity_names"]), list(r["entities"])
         out.append(row)
     return out, total
 
@@ -347,3 +417,56 @@ def stats(conn: Connection, bank_id: str, *, visible: Visible = ALL_VISIBLE) -> 
             "links": sum(by_link.values()), "links_by_type": by_link, "documents": int(docs),
             "operations_by_state": {r["state"]: int(r["n"]) for r in ops},
             "last_write_at": _iso(last)}
+
+
+def links_among(conn: Connection, unit_ids: Sequence[str], limit: int) -> list[dict]:
+    """The links whose two ends are both in ``unit_ids`` (a page of units the caller sees,
+    so no link reaches one it may not), strongest first (ties by ends and type), at most
+    ``limit``: ``{from_unit, to_unit, type, weight, entity_name}`` — ``entity_name`` for an
+    ``entity`` link the first (by name) entity the two units share, else None."""
+    rows = conn.execute(
+        """SELECT l.from_unit::text AS from_unit, l.to_unit::text AS to_unit, l.type, l.weight,
+                  CASE WHEN l.type = 'entity' THEN (
+                      SELECT min(e.name) FROM unit_entities a
+                      JOIN unit_entities b ON b.entity_id = a.entity_id AND b.unit_id = l.to_unit
+                      JOIN entities e ON e.id = a.entity_id
+                      WHERE a.unit_id = l.from_unit) END AS entity_name
+           FROM memory_links l
+           WHERE l.from_unit = ANY(%(ids)s::uuid[]) AND l.to_unit = ANY(%(ids)s::uuid[])
+           ORDER BY l.weight DESC, l.from_unit, l.to_unit, l.type LIMIT %(l)s""",
+        {"ids": list(unit_ids), "l": limit}).fetchall()
+    return [dict(r) | {"weight": float(r["weight"])} for r in rows]
+
+
+# bucket width of each period of the memories time series (Hindsight's periods)
+TIMESERIES_PERIODS = {"1h": ("1 hour", "minute"), "12h": ("12 hours", "hour"),
+                      "1d": ("1 day", "hour"), "7d": ("7 days", "day"),
+                      "30d": ("30 days", "day"), "90d": ("90 days", "day")}
+TIMESERIES_FIELDS = ("created_at", "mentioned_at", "occurred_start")
+
+
+def timeseries(conn: Connection, bank_id: str, period: str, time_field: str,
+               visible: Visible = ALL_VISIBLE) -> dict:
+    """Live units the caller sees counted per bucket and kind over the last ``period``
+    (:data:`TIMESERIES_PERIODS`, buckets in UTC), each unit in the bucket of its
+    ``time_field`` (:data:`TIMESERIES_FIELDS`; ``created_at`` where that is null).
+    ``{"trunc": "minute"|"hour"|"day", "buckets": [datetime, ...] (every bucket of the
+    period, oldest first), "counts": {(bucket, kind): n}}``."""
+    span, trunc = TIMESERIES_PERIODS[period]
+    field = {"created_at": "u.created_at"}.get(time_field,
+                                               f"coalesce(u.{time_field}, u.created_at)")
+    vis, params = _vis(visible)
+    params.update({"bank": bank_id, "span": span, "trunc": trunc})
+    buckets = [r["b"] for r in conn.execute(
+        """SELECT generate_series(date_trunc(%(trunc)s, now() - %(span)s::interval, 'UTC'),
+                                  date_trunc(%(trunc)s, now(), 'UTC'),
+                                  ('1 ' || %(trunc)s)::interval) AS b""", params)]
+    rows = conn.execute(
+        f"""SELECT date_trunc(%(trunc)s, {field}, 'UTC') AS b, u.kind, count(*) AS n
+            FROM memory_units u
+            WHERE u.bank_id = %(bank)s AND {vis}
+              AND u.superseded_by_id IS NULL AND u.invalidated_reason IS NULL
+              AND {field} >= date_trunc(%(trunc)s, now() - %(span)s::interval, 'UTC')
+            GROUP BY 1, 2""", params).fetchall()
+    return {"trunc": trunc, "buckets": buckets,
+            "counts": {(r["b"], r["kind"]): int(r["n"]) for r in rows}}

@@ -347,3 +347,49 @@ def proposals_page(conn: Connection, bank_id: str, state: str | None, limit: int
              "decided_by": r["decided_by"],
              "decided_at": r["decided_at"].isoformat() if r["decided_at"] else None,
              "created_at": r["created_at"].isoformat()} for r in rows], total
+
+
+def cooccurrence(conn: Connection, bank_id: str, limit: int, min_count: int = 1,
+                 visible: Visible = ALL_VISIBLE) -> dict:
+    """The bank's entity co-occurrence graph over live units ``visible`` passes: pairs of
+    live (not merged-away) entities mentioned by the same unit, counted per unit, the
+    ``limit`` most frequent with at least ``min_count`` units (ties by the pair's ids).
+
+    Returns ``{"edges": [{source, target, count, last}], "nodes": [{id, name, mentions}],
+    "total_edges", "total_entities"}`` — ``source < target`` by id; ``last`` the newest
+    ``mentioned_at`` (else ``created_at``) of their shared units; nodes are the entities of
+    the returned edges, with mentions counted over the same units; ``total_entities`` the
+    entities those units mention."""
+    vis = f"vu.forgotten_at IS NULL AND {visible[0]}"
+    params = {"b": bank_id, "l": limit, "m": min_count, **visible[1]}
+    pairs = f"""
+        SELECT a.entity_id AS source, b.entity_id AS target, count(*) AS n,
+               max(coalesce(vu.mentioned_at, vu.created_at)) AS last
+        FROM unit_entities a
+        JOIN unit_entities b ON b.unit_id = a.unit_id AND b.entity_id > a.entity_id
+        JOIN memory_units vu ON vu.id = a.unit_id
+        JOIN entities ea ON ea.id = a.entity_id AND ea.merged_into_id IS NULL
+        JOIN entities eb ON eb.id = b.entity_id AND eb.merged_into_id IS NULL
+        WHERE a.bank_id = %(b)s AND {vis}
+        GROUP BY a.entity_id, b.entity_id HAVING count(*) >= %(m)s"""
+    edges = conn.execute(f"{pairs} ORDER BY n DESC, source, target LIMIT %(l)s",
+                         params).fetchall()
+    total_edges = conn.execute(f"SELECT count(*) AS n FROM ({pairs}) p", params).fetchone()["n"]
+    ids = sorted({str(e["source"]) for e in edges} | {str(e["target"]) for e in edges})
+    nodes = conn.execute(
+        f"""SELECT e.id, e.name, count(*) AS mentions FROM entities e
+            JOIN unit_entities ue ON ue.entity_id = e.id
+            JOIN memory_units vu ON vu.id = ue.unit_id
+            WHERE e.id = ANY(%(ids)s::uuid[]) AND {vis}
+            GROUP BY e.id, e.name ORDER BY mentions DESC, e.name, e.id""",
+        {**params, "ids": ids}).fetchall()
+    total_entities = conn.execute(
+        f"""SELECT count(DISTINCT ue.entity_id) AS n FROM unit_entities ue
+            JOIN memory_units vu ON vu.id = ue.unit_id
+            JOIN entities e ON e.id = ue.entity_id AND e.merged_into_id IS NULL
+            WHERE ue.bank_id = %(b)s AND {vis}""", params).fetchone()["n"]
+    return {"edges": [{"source": str(e["source"]), "target": str(e["target"]),
+                       "count": int(e["n"]), "last": e["last"]} for e in edges],
+            "nodes": [{"id": str(n["id"]), "name": n["name"], "mentions": int(n["mentions"])}
+                      for n in nodes],
+            "total_edges": int(total_edges), "total_entities": int(total_entities)}

@@ -22,8 +22,11 @@ class ProposalNotFound(NotFound):
     code = "proposal_not_found"
 
 
-def _live(conn: Connection, bank_id: str, ids: list[str]) -> list[dict]:
-    rows = [entities.get(conn, bank_id, i) for i in ids]
+def _live(conn: Connection, bank_id: str, ids: list[str],
+          visible: entities.Visible = entities.ALL_VISIBLE) -> list[dict]:
+    """The entities' rows, each one a unit ``visible`` passes mentions (else
+    ``EntityNotFound``, as for an id that does not exist); 409 ``entity_already_merged``."""
+    rows = [entities.get(conn, bank_id, i, visible=visible) for i in ids]
     for r in rows:
         if r["merged_into_id"] is not None:
             raise Rejected(409, "entity_already_merged",
@@ -33,10 +36,12 @@ def _live(conn: Connection, bank_id: str, ids: list[str]) -> list[dict]:
 
 
 def merge(conn: Connection, bank_id: str, entity_ids: list[str], actor: str | None = None,
-          proposal_id: str | None = None) -> dict:
+          proposal_id: str | None = None,
+          visible: entities.Visible = entities.ALL_VISIBLE) -> dict:
     """Merge ``entity_ids[1:]`` into ``entity_ids[0]``: their mentions move to it, their names
     and aliases join its aliases, they get ``merged_into_id``; open proposals between them
-    close as ``merged``. Run in a transaction. Returns the kept entity row.
+    close as ``merged``. Run in a transaction. Returns the kept entity row. An entity that no
+    unit ``visible`` passes mentions is not found (the caller's view, :func:`_live`).
 
     Raises :class:`InvalidInput` (fewer than two distinct ids), ``EntityNotFound``,
     :class:`Rejected` 409 ``entity_already_merged``."""
@@ -45,7 +50,7 @@ def merge(conn: Connection, bank_id: str, entity_ids: list[str], actor: str | No
         raise InvalidInput("entity_ids needs the entity to keep and at least one other",
                            {"field": "entity_ids"})
     entities.lock_bank(conn, bank_id)
-    rows = _live(conn, bank_id, ids)
+    rows = _live(conn, bank_id, ids, visible)
     keep, others = rows[0], rows[1:]
     other_ids = [str(r["id"]) for r in others]
     moved = conn.execute(
@@ -114,7 +119,8 @@ def _carry_proposals(conn: Connection, bank_id: str, keep_id: str, other_ids: li
 
 
 def merge_proposal(conn: Connection, bank_id: str, proposal_id: str, actor: str | None = None,
-                   keep_id: str | None = None) -> dict:
+                   keep_id: str | None = None,
+                   visible: entities.Visible = entities.ALL_VISIBLE) -> dict:
     """Accept an open proposal: merge its pair, keeping ``keep_id`` (default: the entity with
     more mentions). Raises :class:`ProposalNotFound`, 409 ``proposal_closed``, and what
     :func:`merge` raises."""
@@ -135,10 +141,10 @@ def merge_proposal(conn: Connection, bank_id: str, proposal_id: str, actor: str 
             raise InvalidInput("keep_id must be one of the proposal's two entities",
                                {"field": "keep_id", "entities": pair})
     else:
-        counts = {i: entities.get(conn, bank_id, i)["mentions"] for i in pair}
+        counts = {i: entities.get(conn, bank_id, i, visible=visible)["mentions"] for i in pair}
         keep_id = max(pair, key=lambda i: (counts[i], i == pair[0]))
     other = pair[1] if keep_id == pair[0] else pair[0]
-    return merge(conn, bank_id, [keep_id, other], actor, proposal_id=pid)
+    return merge(conn, bank_id, [keep_id, other], actor, proposal_id=pid, visible=visible)
 
 
 def reject_proposal(conn: Connection, bank_id: str, proposal_id: str,
@@ -162,7 +168,8 @@ def reject_proposal(conn: Connection, bank_id: str, proposal_id: str,
 
 def split(conn: Connection, bank_id: str, entity_id: str, *, aliases: list[str] | None = None,
           unit_ids: list[str] | None = None, name: str | None = None,
-          actor: str | None = None) -> dict:
+          actor: str | None = None,
+          visible: entities.Visible = entities.ALL_VISIBLE) -> dict:
     """Split a new entity off ``entity_id``, taking the mentions whose surface normalizes to
     one of ``aliases`` (those aliases leave the old entity; the new one is named after the
     first) or the mentions in ``unit_ids`` (the new entity keeps the old name unless
@@ -171,12 +178,14 @@ def split(conn: Connection, bank_id: str, entity_id: str, *, aliases: list[str] 
     Raises :class:`InvalidInput` (neither or both given, or nothing matches:
     ``nothing_to_split``), ``EntityNotFound``, 409 ``entity_already_merged``, 409
     ``entity_name_taken`` (another live entity has the new name: merge instead), 409
-    ``split_takes_everything`` (every mention and the same name: nothing would be split)."""
+    ``split_takes_everything`` (every mention and the same name: nothing would be split).
+    ``unit_ids`` count only among units ``visible`` passes (another's unit is as one that
+    does not mention the entity), and the entity itself must be visible (:func:`_live`)."""
     if bool(aliases) == bool(unit_ids):
         raise InvalidInput("give either aliases or unit_ids (a non-empty list)",
                            {"fields": ["aliases", "unit_ids"]})
     entities.lock_bank(conn, bank_id)
-    src = _live(conn, bank_id, [entity_id])[0]
+    src = _live(conn, bank_id, [entity_id], visible)[0]
     current = conn.execute("SELECT unit_id, mention FROM unit_entities WHERE entity_id = %s",
                            (src["id"],)).fetchall()
     if aliases:
@@ -191,6 +200,12 @@ def split(conn: Connection, bank_id: str, entity_id: str, *, aliases: list[str] 
         new_aliases = sorted(set(wanted) - {new_norm})
     else:
         want = {entities._uuid(u, "unit") for u in unit_ids}
+        if visible[0] != "TRUE":
+            shown = conn.execute(
+                f"""SELECT vu.id::text AS id FROM memory_units vu
+                   WHERE vu.id = ANY(%(ids)s::uuid[]) AND vu.forgotten_at IS NULL
+                     AND {visible[0]}""", {"ids": list(want), **visible[1]}).fetchall()
+            want = {r["id"] for r in shown}
         taken = [str(r["unit_id"]) for r in current if str(r["unit_id"]) in want]
         if not taken:
             raise Rejected(400, "nothing_to_split", "none of unit_ids mentions the entity",

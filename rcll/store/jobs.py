@@ -1,7 +1,9 @@
 """Jobs: one row per retain request, its state machine, counts and error (spec §1.7, §3).
 
-States: queued → running → succeeded | partial | failed. ``stage`` says which pipeline step
-runs (extract, embed) so progress on long work is visible. This table, not the broker, is the
+States: queued → running → succeeded | partial | failed, and cancelled (on request, from
+queued or running: :func:`cancel`); a failed job can be queued again (:func:`retry`).
+``stage`` says which pipeline step runs (extract, embed) so progress on long work is
+visible. This table, not the broker, is the
 source of truth: a stage runs under a lease its worker renews by heartbeat, and the recovery
 sweep re-sends what the broker lost (:func:`claim_lost`).
 """
@@ -16,8 +18,10 @@ from psycopg import Connection
 from psycopg.types.json import Jsonb
 
 from rcll.errors import JobNotFound, Rejected
+from rcll.store import webhooks
 
-TERMINAL = ("succeeded", "failed", "partial")
+TERMINAL = ("succeeded", "failed", "partial", "cancelled")
+ACTIVE = ("queued", "running")
 PUBLIC_COLUMNS = ("id, bank_id, kind, state, stage, counts, error, attempts, resends, "
                   "lease_expiries, llm_usage, "
                   "idempotency_key, created_at, updated_at, started_at, finished_at, "
@@ -122,32 +126,45 @@ def start(conn: Connection, job_id: str, stage: str) -> dict | None:
     return conn.execute(
         f"""UPDATE jobs SET state = 'running', stage = %s, attempts = attempts + 1,
                    started_at = coalesce(started_at, now()), updated_at = now()
-            WHERE id = %s AND state NOT IN ('succeeded', 'failed', 'partial')
+            WHERE id = %s AND state IN ('queued', 'running')
             RETURNING {PUBLIC_COLUMNS}""",
         (stage, job_id),
     ).fetchone()
 
 
 def progress(conn: Connection, job_id: str, counts: dict, stage: str | None = None) -> None:
-    """Merge ``counts`` into the job's counts (and set the stage) while it runs."""
+    """Merge ``counts`` into the job's counts (and set the stage) while it runs (a job that
+    ended meanwhile — cancelled — is left as it is)."""
     conn.execute(
         """UPDATE jobs SET counts = counts || %s, stage = coalesce(%s, stage), updated_at = now()
-           WHERE id = %s""",
+           WHERE id = %s AND state IN ('queued', 'running')""",
         (Jsonb(counts), stage, job_id),
     )
 
 
 def finish(conn: Connection, job_id: str, state: str, counts: dict | None = None,
            error: str | None = None) -> None:
-    """End a job in ``state`` (one of :data:`TERMINAL`) with its final counts and error."""
+    """End a queued or running job in ``state`` (one of :data:`TERMINAL`) with its final
+    counts and error; a job that ended already (cancelled while its worker ran, or a second
+    finish) keeps its end.
+
+    Every job ends here, so this is where its end becomes an event: in the same
+    transaction, the webhook outbox gets one delivery per subscribed webhook of the bank
+    (:func:`rcll.store.webhooks.enqueue_job_event`)."""
     assert state in TERMINAL
-    conn.execute(
-        """UPDATE jobs SET state = %s, counts = counts || %s, error = %s, stage = 'done',
-                  finished_at = now(), updated_at = now(),
-                  payload = CASE WHEN %s = 'failed' THEN payload END
-           WHERE id = %s""",
-        (state, Jsonb(counts or {}), error, state, job_id),
-    )
+    with conn.transaction():
+        before = conn.execute("SELECT state FROM jobs WHERE id = %s FOR UPDATE",
+                              (job_id,)).fetchone()
+        if before is None or before["state"] not in ACTIVE:
+            return
+        row = conn.execute(
+            """UPDATE jobs SET state = %s, counts = counts || %s, error = %s, stage = 'done',
+                      finished_at = now(), updated_at = now(),
+                      payload = CASE WHEN %s = 'failed' THEN payload END
+               WHERE id = %s RETURNING id, bank_id, kind, state, finished_at""",
+            (state, Jsonb(counts or {}), error, state, job_id),
+        ).fetchone()
+        webhooks.enqueue_job_event(conn, row)
 
 
 def requeue_failed_enqueue(conn: Connection, job_id: str) -> bool:
@@ -158,6 +175,62 @@ def requeue_failed_enqueue(conn: Connection, job_id: str) -> bool:
            WHERE id = %s AND state = 'failed' AND error LIKE 'enqueue failed%%'
              AND payload IS NOT NULL
            RETURNING id""", (job_id,)).fetchone() is not None
+
+
+def lock(conn: Connection, job_id: str, bank_id: str) -> dict:
+    """The public view of ``bank_id``'s job ``job_id``, its row locked ``FOR UPDATE`` for
+    the caller's transaction (a worker's next :func:`lock_for_work` waits for it), with
+    ``has_payload`` and ``payload_is_file`` (a file job not yet converted). Raises
+    :class:`JobNotFound`."""
+    get(conn, job_id, bank_id)  # the id's form and the bank, one answer for both
+    return conn.execute(
+        f"""SELECT {PUBLIC_COLUMNS}, payload IS NOT NULL AS has_payload,
+                   coalesce(jsonb_typeof(payload) = 'array' AND jsonb_array_length(payload) = 1
+                            AND payload -> 0 ? 'file', false) AS payload_is_file
+            FROM jobs WHERE id = %s FOR UPDATE""", (str(UUID(str(job_id))),)).fetchone()
+
+
+def cancel(conn: Connection, job_id: str, error: str) -> dict | None:
+    """End a queued or running job ``cancelled`` with ``error`` (who cancelled it), its
+    payload dropped (the items it did not store are not kept). A queued job is never
+    started; a running one stops at its stage's next :func:`lock_for_work` (each item, each
+    batch), which now returns ``None``; its lease is left to its holder to release. Returns
+    the job, or ``None`` when it had already ended."""
+    return conn.execute(
+        f"""UPDATE jobs SET state = 'cancelled', error = %s, finished_at = now(),
+                   updated_at = now(), payload = NULL
+            WHERE id = %s AND state IN ('queued', 'running')
+            RETURNING {PUBLIC_COLUMNS}""", (error, job_id)).fetchone()
+
+
+# counts a run leaves that must not outlive it: a retried job's reasons are its new run's
+RUN_COUNTS = ("errors", "warnings", "items_failed", "files_failed", "items_done",
+              "units_embedded")
+
+
+def retry(conn: Connection, job_id: str, stage: str | None) -> dict | None:
+    """Put a ``failed`` job that still holds its payload back to ``queued`` at ``stage``
+    (``None``: the retain pipeline's first), its error and the counts of its failed run
+    (:data:`RUN_COUNTS`) cleared and ``counts.retries`` counted up; the caller sends the
+    stage after the commit. Returns the job, or ``None`` when it is not failed or has no
+    payload."""
+    return conn.execute(
+        f"""UPDATE jobs SET state = 'queued', stage = %s, error = NULL, finished_at = NULL,
+                   lease_owner = NULL, lease_until = NULL, resends = 0, lease_expiries = 0,
+                   updated_at = now(),
+                   counts = (counts - %s::text[])
+                            || jsonb_build_object('retries',
+                                                  coalesce((counts ->> 'retries')::int, 0) + 1)
+            WHERE id = %s AND state = 'failed' AND payload IS NOT NULL
+            RETURNING {PUBLIC_COLUMNS}""", (stage, list(RUN_COUNTS), job_id)).fetchone()
+
+
+def delete(conn: Connection, job_id: str) -> bool:
+    """Delete the job's record (its item errors go with it; units keep their ``job_id``).
+    A worker still running it stops at its next :func:`lock_for_work`. Whether it
+    existed."""
+    return conn.execute("DELETE FROM jobs WHERE id = %s RETURNING id",
+                        (job_id,)).fetchone() is not None
 
 
 def acquire_lease(conn: Connection, job_id: str, owner: str, stage: str, first: bool,
@@ -260,7 +333,7 @@ def list_recent(conn: Connection, bank_id: str | None = None, state: str | None 
 # processing, completed, failed, cancelled, not_found). A ``partial`` job stored what it
 # could: ``completed``, with ``error_message`` saying what was skipped.
 HINDSIGHT_STATUS = {"queued": "pending", "running": "processing", "succeeded": "completed",
-                    "partial": "completed", "failed": "failed"}
+                    "partial": "completed", "failed": "failed", "cancelled": "cancelled"}
 
 
 # stages before units exist (their count is unknown) and before any is embedded
@@ -349,6 +422,6 @@ def replace_payload(conn: Connection, job_id: str, payload: list, counts: dict,
     the job is gone, ended or no longer at ``from_stage`` (nothing changed)."""
     return conn.execute(
         """UPDATE jobs SET payload = %s, counts = counts || %s, stage = %s, updated_at = now()
-           WHERE id = %s AND stage = %s AND state NOT IN ('succeeded', 'failed', 'partial')
+           WHERE id = %s AND stage = %s AND state IN ('queued', 'running')
            RETURNING id""",
         (Jsonb(payload), Jsonb(counts), to_stage, job_id, from_stage)).fetchone() is not None

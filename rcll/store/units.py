@@ -17,6 +17,7 @@ from psycopg import Connection
 from psycopg.types.json import Jsonb
 
 from rcll.identity import canonical_purposes
+from rcll.store import document_events
 
 
 @dataclass
@@ -91,9 +92,10 @@ def apply_version(conn: Connection, bank_id: str, job_id: str, version: Document
     Applying stores missing chunks and units (each draft's ``chunk_hash`` is its identity in
     the version, :func:`rcll.identity.chunk_keys`), revives invalidated units whose chunk is
     in this version, refreshes metadata, tags, context, times, chunk position and
-    ``document_revision`` on all of them, and invalidates (``document_replaced``, history
-    kept) every other live unit of the lineage. A unit's ``audience`` and ``purposes`` are
-    never changed here: they are the lineage's (part of its key), or narrower where a
+    ``document_revision`` on all of them, invalidates (``document_replaced``, history
+    kept) every other live unit of the lineage, and records the version in the lineage's
+    history (:func:`rcll.store.document_events.record_version`). A unit's ``audience`` and
+    ``purposes`` are never changed here: they are the lineage's (part of its key), or narrower where a
     lifecycle verb narrowed one unit — such a unit no longer belongs to the lineage's
     versions: a later version (perhaps another member's, who cannot see it) never revives,
     rewrites or replaces it. Another lineage of the same document id — another audience or
@@ -175,10 +177,11 @@ def apply_version(conn: Connection, bank_id: str, job_id: str, version: Document
                 "SELECT forgotten_at IS NOT NULL AS f FROM memory_units WHERE bank_id = %s "
                 "AND document_id = %s AND chunk_hash = %s",
                 (bank_id, doc_uuid, d.chunk_hash)).fetchone()["f"]
+    replaced: list[str] = []
     if not doc["inserted"]:  # a new document has no other units
         # derived units (facts) stay live while the chunk they derive from is in this version
         hashes = [d.chunk_hash for d in drafts]
-        left += [str(r["id"]) for r in conn.execute(
+        replaced = [str(r["id"]) for r in conn.execute(
             """UPDATE memory_units mu SET invalidated_reason = 'document_replaced'
                WHERE mu.document_id = %s AND mu.invalidated_reason IS NULL
                  AND mu.audience = %s AND mu.purposes @> %s AND mu.purposes <@ %s
@@ -190,6 +193,8 @@ def apply_version(conn: Connection, bank_id: str, job_id: str, version: Document
                RETURNING mu.id""",
             (doc_uuid, aud, purposes, purposes, hashes, hashes),
         ).fetchall()]
+        left += replaced
+    document_events.record_version(conn, doc_uuid, revision, job_id, created, len(replaced))
     return VersionResult(created, len(drafts) - created, False, revision, tuple(left),
                          forgotten)
 

@@ -17,7 +17,7 @@ from prometheus_client.registry import Collector
 
 log = logging.getLogger(__name__)
 
-JOB_STATES = ("queued", "running", "succeeded", "partial", "failed")
+JOB_STATES = ("queued", "running", "succeeded", "partial", "failed", "cancelled")
 # kombu's Redis transport keeps a queue's messages of priority p > 0 in "<queue>\x06\x16<p>"
 # (kombu.transport.redis: sep and the default priority_steps 0, 3, 6, 9)
 REDIS_PRIORITY_SEP = "\x06\x16"

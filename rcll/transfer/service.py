@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
+import psycopg
 from psycopg import IsolationLevel
 
 from rcll.access.jobs import job_json
@@ -213,7 +214,8 @@ class TransferService:
                       config: bool = True, record_on: str | None = None) -> dict:
         """Import the export read from ``src`` (an object with ``read(n)``: a request body,
         an upload, a file; plain or gzip) into ``bank_id`` (``None``: the export's own bank
-        id), new or empty. ``ids``: ``auto``, ``keep`` or ``new``
+        id; an alias stands for its bank, :mod:`rcll.banks.aliases`), new or empty. ``ids``:
+        ``auto``, ``keep`` or ``new``
         (:mod:`rcll.transfer.importer`); ``grants``: write the export's grants; ``data`` /
         ``config``: restore the records / the bank's name and config; ``record_on``: the
         bank the operation is recorded against (Hindsight's path bank; default the target;
@@ -225,7 +227,7 @@ class TransferService:
             raise Rejected(400, "invalid_request", "ids must be auto, keep or new",
                            {"field": "ids"})
         if bank_id is not None:
-            check_bank_id(bank_id)
+            bank_id = self._services.bank_aliases.resolve(check_bank_id(bank_id))
             principal.require(bank_id, "admin")
         lines = read_lines(src, self.limits)
         try:
@@ -237,7 +239,7 @@ class TransferService:
             raise invalid_export(err) from None
         target = bank_id or head.bank.id
         if bank_id is None:
-            check_bank_id(target)
+            target = self._services.bank_aliases.resolve(check_bank_id(target))
             principal.require(target, "admin")
         return self._import(principal, target, itertools.chain([first], lines), ids=ids,
                             grants=grants, data=data, config=config,
@@ -252,9 +254,9 @@ class TransferService:
         against ``source``. Returns :meth:`answer`."""
         check_bank_id(target)
         principal.require(target, "admin")
-        if target == source:
-            raise Rejected(409, "bank_exists", "a bank cannot be cloned into itself",
-                           {"bank_id": target})
+        if target == source or self._services.bank_aliases.resolve(target) != target:
+            raise Rejected(409, "bank_exists", f"{target!r} names a bank already (the source, "
+                           "or an alias of a bank)", {"bank_id": target})
         sel = Selection(vectors=True, grants=grants, data=data, config=config)
         stream = self.export(principal, source, sel, audit_action="bank.export")
         try:
@@ -302,9 +304,14 @@ class TransferService:
         """Create or lock ``target`` (``FOR UPDATE``: no other transaction writes into it
         until the import commits), refuse it unless new (``must_be_new``) or empty and idle,
         and create the import's job on ``record_on``."""
-        created = conn.execute(
-            "INSERT INTO memory_banks (id, name) VALUES (%s, %s) ON CONFLICT (id) DO NOTHING "
-            "RETURNING id", (target, target)).fetchone() is not None
+        try:
+            with conn.transaction():
+                created = conn.execute(
+                    "INSERT INTO memory_banks (id, name) VALUES (%s, %s) ON CONFLICT (id) DO "
+                    "NOTHING RETURNING id", (target, target)).fetchone() is not None
+        except psycopg.errors.UniqueViolation:  # an alias made meanwhile (migration 0025)
+            raise Rejected(409, "bank_exists", f"{target!r} is an alias of another bank",
+                           {"bank_id": target}) from None
         conn.execute("SELECT id FROM memory_banks WHERE id = %s FOR UPDATE", (target,))
         if not created:
             if must_be_new:
@@ -330,6 +337,9 @@ class TransferService:
             banks.get(conn, record_on)
         job, _ = jobs.create(conn, record_on, kind, [], {"bank_id": target},
                              submitted_by=principal.member_id, scopes=None)
+        # no items to run again: a failed import_embed is not retried as a retain
+        # (rcll.operations.service.retry); `rcll embeddings rebuild` re-makes vectors
+        conn.execute("UPDATE jobs SET payload = NULL WHERE id = %s", (job["id"],))
         return job
 
     def _end_job(self, conn, job_id: str, target: str, result: ImportResult,

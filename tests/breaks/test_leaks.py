@@ -298,3 +298,37 @@ def test_no_audience_of_another_member(api, world, auth_services):
         assert after == before
         assert conn.execute("SELECT count(*) AS n FROM memory_units WHERE text = 'handed over'"
                             ).fetchone()["n"] == 0
+
+
+def test_entity_merge_and_split_by_a_bank_admin_who_cannot_see(api, world):
+    """A bank admin granted only ``assist`` merges and splits in their own view: an entity
+    only hidden units mention is 404 ``entity_not_found`` in a merge (as for an id that does
+    not exist), a hidden unit in a split's ``unit_ids`` counts as not mentioning the entity
+    (400 ``nothing_to_split``), and nothing the owner sees changes."""
+    admin = f"ad{uuid.uuid4().hex[:6]}"
+    kc = make_member(api, admin, BANK, "admin", purposes=["assist"])
+    h = bearer(kc)
+    alice = bearer(world["ka"])
+    r = api.post(f"/banks/{BANK}/units", headers=alice, json={
+        "text": f"Ottilie Brandvold keeps the {SECRET} ledger.", "audience": world["a"]})
+    assert r.status_code == 201, r.get_json()
+    mine = {e["name"]: e["id"] for e in api.get(
+        f"/v1/default/banks/{BANK}/entities?limit=1000", headers=alice).get_json()["entities"]}
+    seen = {e["id"] for e in api.get(
+        f"/v1/default/banks/{BANK}/entities?limit=1000", headers=h).get_json()["entities"]}
+    hidden_only = sorted(set(mine.values()) - seen)
+    assert hidden_only, mine
+    qm = mine["Quentin Marsh"]
+    r = api.post(f"/v1/default/banks/{BANK}/entities/merge",
+                 json={"entity_ids": [qm, hidden_only[0]]}, headers=h)
+    assert r.status_code == 404, r.get_json()
+    assert r.get_json()["error"]["code"] == "entity_not_found"
+    _no_leak(r.get_json(), world)
+    r = api.post(f"/v1/default/banks/{BANK}/entities/{qm}/split",
+                 json={"unit_ids": [world["priv"]["id"]]}, headers=h)
+    assert r.status_code == 400, r.get_json()
+    assert r.get_json()["error"]["code"] == "nothing_to_split"
+    after = api.get(f"/v1/default/banks/{BANK}/entities/{qm}", headers=alice).get_json()
+    assert after["mentions"]["total"] == 3
+    assert hidden_only[0] in {e["id"] for e in api.get(
+        f"/v1/default/banks/{BANK}/entities?limit=1000", headers=alice).get_json()["entities"]}

@@ -364,6 +364,15 @@ def test_clone(client, services, source):
     assert again.status_code == 409 and again.get_json()["error"]["code"] == "bank_exists"
     missing = client.post(f"/v1/default/banks/{source['bank']}/clone")
     assert missing.status_code == 400
+    # an alias names a bank: no clone under it, and an import into it is into its bank
+    client.delete(f"/v1/default/banks/{target}/aliases/tr-clone-alias")
+    r = client.post(f"/v1/default/banks/{target}/aliases", json={"alias": "tr-clone-alias"})
+    assert r.status_code == 201, r.get_json()
+    r = client.post(f"/v1/default/banks/{source['bank']}/clone?target_bank_id=tr-clone-alias")
+    assert r.status_code == 409 and r.get_json()["error"]["code"] == "bank_exists"
+    r = import_(client, "tr-clone-alias", export(client, source["bank"]))
+    assert r.status_code == 409 and r.get_json()["error"]["code"] == "bank_not_empty"
+    assert r.get_json()["error"]["details"]["bank_id"] == target
 
 
 def test_roles_and_visibility(auth_app, services):  # noqa: F811 (the fixture imported above)
