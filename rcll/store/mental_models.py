@@ -53,7 +53,7 @@ def set_content(conn: Connection, bank_id: str, model_id: str, content: str | No
     conn.execute(
         """UPDATE mental_models SET content = %s, reflect_response = %s,
                seen_unit_ids = %s::uuid[], refreshed_by = %s, updated_at = now(),
-               last_refreshed_at = CASE WHEN %s IS NULL THEN last_refreshed_at ELSE now() END
+               last_refreshed_at = CASE WHEN %s::text IS NULL THEN last_refreshed_at ELSE now() END
            WHERE bank_id = %s AND id = %s""",
         (content, None if reflect_response is None else Jsonb(reflect_response), seen, actor,
          content, bank_id, model_id))
