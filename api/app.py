@@ -22,6 +22,7 @@ from api.routes import (
     health,
     hindsight_unserved,
     memories,
+    mental_models,
     operations,
     recall,
     retain,
@@ -90,6 +91,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     app.register_blueprint(webhooks.bp)
     app.register_blueprint(aliases.bp)
     app.register_blueprint(transfer.bp)  # bank export, import and clone (api/routes/transfer)
+    app.register_blueprint(mental_models.bp)
     # /openapi.json and /docs (docs/reference/http-conventions.md "OpenAPI")
     app.register_blueprint(openapi.bp)
     web.register(app)  # /, /ui/... : the web screens (docs/reference/web-screens.md)

@@ -267,6 +267,14 @@ class Services:
         return BankAliasService(self, self.settings.bank_alias_cache_s)
 
     @cached_property
+    def mental_models(self):
+        """Mental models: stored reflect answers
+        (:class:`rcll.mental_models.service.MentalModelService`)."""
+        from rcll.mental_models.service import MentalModelService
+
+        return MentalModelService(self)
+
+    @cached_property
     def webhooks(self):
         """A bank's webhooks and their delivery log
         (:class:`rcll.webhooks.service.WebhookService`)."""

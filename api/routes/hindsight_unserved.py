@@ -32,9 +32,9 @@ SHADOWED: frozenset[tuple[str, str]] = frozenset()
 
 # (pattern over "METHOD path", needs an LLM, the reason) — first match wins.
 _FAMILIES: list[tuple[str, bool, str]] = [
-    (r"\w+ /v1/default/banks/[^/]+/mental-models", True,
-     "mental models are not built; RCLL's summaries are closets "
-     "(POST /v1/default/banks/{bank_id}/closets)"),
+    (r"\w+ /v1/default/banks/[^/]+/mental-models/[^/]+/dry-run-refresh", True,
+     "a dry-run refresh is not built; POST …/mental-models/{mental_model_id}/refresh runs "
+     "the refresh (api/routes/mental_models.py)"),
     (r"\w+ /v1/default/banks/[^/]+/knowledge-base", True,
      "the knowledge base (LLM-written pages) is not built; closets summarise rooms and halls"),
     (r"\w+ /v1/default/banks/[^/]+/(observations|memories/[^/]+/observations)", True,

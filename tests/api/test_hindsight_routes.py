@@ -95,7 +95,7 @@ def test_every_hindsight_route_is_served_or_says_why(app, client):
 def test_an_llm_bound_route_with_an_llm_configured_is_501_with_its_reason(
         app, client, services, monkeypatch):
     monkeypatch.setattr(services.settings, "llm_provider", "offline")
-    method, path = "GET", "/v1/default/banks/{bank_id}/mental-models"
+    method, path = "GET", "/v1/default/banks/{bank_id}/knowledge-base/export"
     assert not hindsight_unserved.served_by_rcll(app, method, path)
     resp = client.get(_probe_path(path))
     # the family is not built whatever the LLM: 501 and the reason, with RCLL's nearest route

@@ -1,0 +1,1 @@
+"""Mental models: named, stored reflect answers (:mod:`rcll.mental_models.service`)."""
