@@ -17,9 +17,11 @@ from api.routes import (
     banks,
     closets,
     dedup,
+    directives,
     feedback,
     health,
     hindsight_unserved,
+    llm_requests,
     memories,
     operations,
     recall,
@@ -83,6 +85,8 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     app.register_blueprint(hindsight_routes.bp)
     app.register_blueprint(document_routes.bp)
     app.register_blueprint(audit_logs.bp)
+    app.register_blueprint(directives.bp)
+    app.register_blueprint(llm_requests.bp)
     app.register_blueprint(file_routes.bp)
     # /openapi.json and /docs (docs/reference/http-conventions.md "OpenAPI")
     app.register_blueprint(openapi.bp)

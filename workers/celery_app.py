@@ -11,11 +11,14 @@ from workers.queues import (
     CLOSET_CHECK_TASK,
     DEDUP_SWEEP_TASK,
     HEBBIAN_DECAY_TASK,
+    LLM_LOG_PURGE_TASK,
     ROUTES,
     SWEEP_TASK,
     VECTOR_INDEX_TASK,
     QueueNames,
 )
+
+LLM_LOG_PURGE_INTERVAL_S = 3600.0  # the request log's retention is in days: hourly is enough
 
 
 def _every(task: str, interval_s: float, queue: str) -> dict:
@@ -70,7 +73,9 @@ def make_celery(settings: Settings | None = None) -> Celery:
             "closet-check": _every(CLOSET_CHECK_TASK, s.closet_check_interval_s,
                                    QueueNames.CONSOLIDATE),
             "hebbian-decay": _every(HEBBIAN_DECAY_TASK, s.hebbian_decay_interval_s,
-                                    QueueNames.MAINTENANCE)},
+                                    QueueNames.MAINTENANCE),
+            "llm-request-log-purge": _every(LLM_LOG_PURGE_TASK, LLM_LOG_PURGE_INTERVAL_S,
+                                            QueueNames.MAINTENANCE)},
         worker_hijack_root_logger=False,
     )
     return app

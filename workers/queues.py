@@ -19,6 +19,7 @@ DEDUP_SCAN_TASK = "consolidate.dedup_scan"  # one bank's dedup scan (args: [bank
 CLOSETS_TASK = "consolidate.closets"  # one closets job (POST …/closets or the beat check)
 CLOSET_CHECK_TASK = "consolidate.closet_check"  # groups past closet_min_units, scheduled by beat
 HEBBIAN_DECAY_TASK = "maintenance.hebbian_decay"  # beat: decay and prune co-recall weights
+LLM_LOG_PURGE_TASK = "maintenance.purge_llm_requests"  # beat: the request log's retention
 
 
 def _routes() -> dict[str, dict[str, str]]:
@@ -32,7 +33,8 @@ def _routes() -> dict[str, dict[str, str]]:
             DEDUP_SCAN_TASK: {"queue": QueueNames.CONSOLIDATE},
             CLOSETS_TASK: {"queue": QueueNames.CONSOLIDATE},
             CLOSET_CHECK_TASK: {"queue": QueueNames.CONSOLIDATE},
-            HEBBIAN_DECAY_TASK: {"queue": QueueNames.MAINTENANCE}}
+            HEBBIAN_DECAY_TASK: {"queue": QueueNames.MAINTENANCE},
+            LLM_LOG_PURGE_TASK: {"queue": QueueNames.MAINTENANCE}}
 
 
 ROUTES = _routes()
