@@ -20,7 +20,6 @@ from api.errors import APIError
 from api.openapi import doc
 from api.paging import page_params
 from api.schemas import check_bank_id
-from rcll.store.llm_requests import Filters
 
 bp = Blueprint("llm_requests", __name__)
 REQUESTS = "/v1/default/banks/<bank_id>/llm-requests"
@@ -186,13 +185,12 @@ def list_llm_requests(bank_id: str):
     ``offset``."""
     check_bank_id(bank_id)
     limit, offset = page_params(max_limit=500)
-    filters = Filters(status=_text("status"), operation=_text("operation"),
-                      scope=_text("scope"), provider=_text("provider"),
-                      trace_id=_text("trace_id"), document_id=_text("document_id"),
-                      since=_when("start_date"), until=_when("end_date"))
     rows, total = services().llm_requests.list(
-        principal(), bank_id, filters, call_type=_text("call_type"),
-        memory_id=_text("memory_id"), group=_bool("group"), limit=limit, offset=offset)
+        principal(), bank_id, status=_text("status"), operation=_text("operation"),
+        scope=_text("scope"), provider=_text("provider"), trace_id=_text("trace_id"),
+        document_id=_text("document_id"), since=_when("start_date"), until=_when("end_date"),
+        call_type=_text("call_type"), memory_id=_text("memory_id"), group=_bool("group"),
+        limit=limit, offset=offset)
     return jsonify({"bank_id": bank_id, "total": total, "limit": limit, "offset": offset,
                     "items": [entry(r) for r in rows]})
 

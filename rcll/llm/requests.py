@@ -50,15 +50,23 @@ class LLMRequestService:
     def __init__(self, services: Services) -> None:
         self._services = services
 
-    def list(self, principal: Principal, bank_id: str, filters: Filters, *,
-             call_type: str | None = None, memory_id: str | None = None,
-             group: bool = False, limit: int = 50,
+    def list(self, principal: Principal, bank_id: str, *, status: str | None = None,
+             operation: str | None = None, scope: str | None = None,
+             provider: str | None = None, trace_id: str | None = None,
+             document_id: str | None = None, since: datetime | None = None,
+             until: datetime | None = None, call_type: str | None = None,
+             memory_id: str | None = None, group: bool = False, limit: int = 50,
              offset: int = 0) -> tuple[list[dict], int]:
-        """One page of the bank's calls, newest first, and the total (``admin``).
-        ``group``: paged by run instead (``limit`` runs, each with every matching call;
-        the total counts runs). ``memory_id``: only the run that made that unit (one the
-        caller sees; none matches otherwise). 400 ``invalid_request`` (status, call_type),
-        ``invalid_unit_id`` (memory_id), 403, 404 ``bank_not_found``."""
+        """One page of the bank's calls, newest first, and the total (``admin``): exact
+        ``status``, ``operation``, ``scope``, ``provider``, ``trace_id``, ``document_id``;
+        ``since`` (``started_at >=``), ``until`` (``<``). ``group``: paged by run instead
+        (``limit`` runs, each with every matching call; the total counts runs).
+        ``memory_id``: only the run that made that unit (one the caller sees; none matches
+        otherwise). 400 ``invalid_request`` (status, call_type), ``invalid_unit_id``
+        (memory_id), 403, 404 ``bank_not_found``."""
+        filters = Filters(status=status, operation=operation, scope=scope, provider=provider,
+                          trace_id=trace_id, document_id=document_id, since=since,
+                          until=until)
         principal.require(bank_id, "admin")
         if filters.status is not None and filters.status not in STATUSES:
             raise InvalidInput(f"status must be one of {', '.join(STATUSES)}",
