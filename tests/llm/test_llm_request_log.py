@@ -365,7 +365,11 @@ def test_beat_purge_drops_calls_past_the_retention(log_svc, log_worker):
                  "started_at": now - timedelta(days=age), "ended_at": now - timedelta(days=age),
                  "duration_ms": 5, "input_tokens": 1, "output_tokens": 1, "cost_usd": 0.0}
                 for age in (45, 31, 29, 1)]
-        assert llm_requests.insert_many(conn, rows) == 4
+        gone = {**rows[-1], "bank_id": "llmlog-never-made", "trace_id": "purge-gone"}
+        assert llm_requests.insert_many(conn, [*rows, gone]) == 5
+        # a call whose bank was deleted meanwhile is kept without its bank
+        assert conn.execute("SELECT bank_id FROM llm_requests WHERE trace_id = 'purge-gone'"
+                            ).fetchone()["bank_id"] is None
     make_celery(log_worker).send_task(LLM_LOG_PURGE_TASK, queue=QueueNames.MAINTENANCE)
     deadline = time.monotonic() + 60
     while True:
