@@ -13,6 +13,7 @@ from api import metrics as api_metrics
 from api.hindsight_routes import HINDSIGHT_ROUTES
 from api.routes import (
     access,
+    aliases,
     audit_logs,
     banks,
     closets,
@@ -26,6 +27,8 @@ from api.routes import (
     operations,
     recall,
     retain,
+    transfer,
+    webhooks,
 )
 from api.routes import context as context_routes
 from api.routes import documents as document_routes
@@ -88,6 +91,9 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     app.register_blueprint(directives.bp)
     app.register_blueprint(llm_requests.bp)
     app.register_blueprint(file_routes.bp)
+    app.register_blueprint(webhooks.bp)
+    app.register_blueprint(aliases.bp)
+    app.register_blueprint(transfer.bp)  # bank export, import and clone (api/routes/transfer)
     # /openapi.json and /docs (docs/reference/http-conventions.md "OpenAPI")
     app.register_blueprint(openapi.bp)
     web.register(app)  # /, /ui/... : the web screens (docs/reference/web-screens.md)

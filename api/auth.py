@@ -12,6 +12,9 @@ refused (fail closed).
 
 Order of the checks, before any view code or database write:
 
+0. a ``bank_id`` in the path that is a bank alias is replaced by its bank
+   (:meth:`rcll.banks.aliases.BankAliasService.resolve`): every check below and the view
+   see the bank's own id;
 1. the route declares no role → 403 ``route_not_declared`` (a bug; logged);
 2. read-only deployment and the role is ``write`` or ``admin``, or a non-GET method on a route
    not declared ``read`` → 403 ``read_only_deployment`` (:func:`refused_when_read_only`);
@@ -107,6 +110,12 @@ def bearer_key() -> str | None:
 def register(app: Flask) -> None:
     """Install the authentication and role hook (module doc) on ``app``; register it before
     any other ``before_request`` hook that reads request data."""
+
+    @app.url_value_preprocessor
+    def _resolve_bank_alias(_endpoint, values):
+        """Step 0: the path's bank alias becomes its bank (before every before_request)."""
+        if values and isinstance(values.get("bank_id"), str):
+            values["bank_id"] = app.extensions["rcll"].bank_aliases.resolve(values["bank_id"])
 
     @app.before_request
     def _authorize():

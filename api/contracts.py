@@ -227,6 +227,69 @@ class SplitBody(BaseModel):
     actor: str | None = None
 
 
+class ExportQuery(BaseModel):
+    """``GET /banks/{bank_id}/export``."""
+
+    model_config = _STRICT
+    vectors: bool | None = Field(None, description="carry the vectors (default true; "
+                                                   "without them the import re-embeds)")
+    grants: bool | None = Field(None, description="carry the bank's grants (default false)")
+    gzip: bool | None = Field(None, description="gzip the stream (default false)")
+
+
+class ImportQuery(BaseModel):
+    """``POST /banks/{bank_id}/import``."""
+
+    model_config = _STRICT
+    ids: Literal["auto", "keep", "new"] | None = Field(
+        None, description="keep: the export's ids; new: ids derived for this bank; auto "
+                          "(default): new when the export's source bank exists here")
+    grants: bool | None = Field(None, description="write the export's grants (default true)")
+
+
+class HindsightExportQuery(BaseModel):
+    """Hindsight's ``POST …/transfer/export`` flags, plus RCLL's ``vectors`` and ``grants``."""
+
+    model_config = _STRICT
+    include_data: bool | None = None
+    include_bank_config: bool | None = None
+    include_history: bool | None = Field(None, description="accepted; RCLL carries no "
+                                                           "audit log or LLM requests")
+    document_id: list[str] | None = Field(None, description="only these documents")
+    vectors: bool | None = None
+    grants: bool | None = None
+
+
+class HindsightImportQuery(BaseModel):
+    """Hindsight's ``POST …/transfer/import`` flags (``mode=merge`` is refused)."""
+
+    model_config = _STRICT
+    mode: Literal["restore", "merge"] | None = None
+    target_bank_id: str | None = Field(None, pattern=BANK_ID_RULE)
+    document_conflict: Literal["skip", "replace", "new-id"] | None = None
+    include_data: bool | None = None
+    include_bank_config: bool | None = None
+    include_history: bool | None = None
+    grants: bool | None = None
+
+
+class HindsightCloneQuery(BaseModel):
+    """Hindsight's ``POST …/clone``."""
+
+    model_config = _STRICT
+    target_bank_id: str = Field(pattern=BANK_ID_RULE)
+    include_data: bool | None = None
+    include_bank_config: bool | None = None
+    include_history: bool | None = None
+    grants: bool | None = None
+
+
+class TransferImportForm(BaseModel):
+    """``multipart/form-data`` of Hindsight's ``POST …/transfer/import``."""
+
+    file: bytes = Field(description="an rcll-bank export (JSON Lines, plain or gzip)")
+
+
 class FilesRetainForm(BaseModel):
     """``multipart/form-data`` of ``POST …/files/retain`` (Hindsight's ``retain_files``)."""
 

@@ -84,6 +84,15 @@ def register(app: Flask) -> None:
         return error_response(503, "database_unavailable",
                               "the database is unavailable; retry later")
 
+    @app.errorhandler(psycopg.errors.UniqueViolation)
+    def _unique(exc: psycopg.errors.UniqueViolation):
+        """A bank made under an alias's id (migration 0025's trigger; a race with the
+        alias's creation, or a write that named the bank by another path) is a 409."""
+        if exc.diag.constraint_name == "bank_alias_id_conflict":
+            return error_response(409, "bank_alias_taken",
+                                  "this bank id is an alias of another bank")
+        return _unexpected(exc)
+
     @app.errorhandler(Exception)
     def _unexpected(exc: Exception):
         log.exception("unhandled error")

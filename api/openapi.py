@@ -52,7 +52,7 @@ class Doc:
     query: Any = None
     errors: Mapping[int, Iterable[str]] = field(default_factory=dict)
     paged: bool = False
-    content_type: str = JSON
+    content_type: str | tuple[str, ...] = JSON
     tags: tuple[str, ...] = ()
     summary: str | None = None
     body_content_type: str = JSON
@@ -60,18 +60,19 @@ class Doc:
 
 def doc(responses: Mapping[int, Any], *, body: Any = None, body_required: bool = True,
         query: Any = None, errors: Mapping[int, Iterable[str]] | None = None,
-        paged: bool = False, content_type: str = JSON, tags: Iterable[str] = (),
+        paged: bool = False, content_type: str | tuple[str, ...] = JSON,
+        tags: Iterable[str] = (),
         summary: str | None = None, body_content_type: str = JSON) -> Callable:
     """Decorator: declare a view for the OpenAPI document.
 
     ``responses``: ``{status: type}`` for the success answers; ``type`` is a pydantic model,
     a ``TypedDict`` or any type pydantic can describe (``None``: no schema, e.g. a text
-    body of ``content_type``). ``body``: the request body's model (``body_required=False``
-    when it may be left out); ``query``: a model whose fields are the query parameters
-    (lists repeat the parameter); ``errors``: ``{status: [code, ...]}`` this route gives
-    beyond :func:`common_errors`; ``paged``: the route takes ``limit``/``offset``
-    (400 ``invalid_paging``). Returns the view unchanged (the declaration is an attribute
-    read by :func:`build`)."""
+    body of ``content_type``; a tuple of media types: any of them). ``body``: the request
+    body's model (``body_required=False`` when it may be left out); ``query``: a model
+    whose fields are the query parameters (lists repeat the parameter); ``errors``:
+    ``{status: [code, ...]}`` this route gives beyond :func:`common_errors`; ``paged``: the
+    route takes ``limit``/``offset`` (400 ``invalid_paging``). Returns the view unchanged
+    (the declaration is an attribute read by :func:`build`)."""
     d = Doc(responses=dict(responses), body=body, body_required=body_required, query=query,
             errors={int(k): tuple(v) for k, v in (errors or {}).items()}, paged=paged,
             content_type=content_type, tags=tuple(tags), summary=summary,
@@ -292,12 +293,12 @@ def build(app: Flask, title: str = "RCLL", version: str | None = None) -> dict:
             op["requestBody"] = {"required": d.body_required, "content": {
                 d.body_content_type: {"schema": mapping[keys["body"]]}}}
         responses: dict[str, Any] = {}
+        media = d.content_type if isinstance(d.content_type, tuple) else (d.content_type,)
         for status, tp in d.responses.items():
             entry: dict[str, Any] = {"description": HTTP_REASONS.get(status, str(status))}
-            if tp is not None:
-                entry["content"] = {d.content_type: {"schema": mapping[keys["responses"][status]]}}
-            else:
-                entry["content"] = {d.content_type: {"schema": {"type": "string"}}}
+            body = ({"schema": mapping[keys["responses"][status]]} if tp is not None
+                    else {"schema": {"type": "string"}})
+            entry["content"] = {m: body for m in media}
             responses[str(status)] = entry
         errs = common_errors(role, rule, d)
         for status, codes in d.errors.items():
@@ -306,7 +307,7 @@ def build(app: Flask, title: str = "RCLL", version: str | None = None) -> dict:
             codes = sorted(errs[status])
             schema = _error_schema(codes)
             if status in d.responses:  # e.g. /readyz: 503 with its own body, or the envelope
-                schema = {"anyOf": [responses[str(status)]["content"][d.content_type]["schema"],
+                schema = {"anyOf": [responses[str(status)]["content"][media[0]]["schema"],
                                     schema]}
             responses[str(status)] = {
                 "description": f"{HTTP_REASONS.get(status, status)}: {', '.join(codes)}",

@@ -112,13 +112,14 @@ class Runtime:
                            "send writes to the read-write deployment", {"tool": tool})
 
     def bank(self, bank_id: str | None) -> str:
-        """``bank_id``, else the default bank; 400 ``invalid_request`` when neither is set,
-        400 ``invalid_bank_id`` for a malformed id."""
+        """``bank_id``, else the default bank, a bank alias resolved to its bank
+        (:mod:`rcll.banks.aliases`); 400 ``invalid_request`` when neither is set, 400
+        ``invalid_bank_id`` for a malformed id."""
         bank = bank_id or self.default_bank
         if not bank:
             raise InvalidInput("bank_id is required (this server has no default bank)",
                                {"field": "bank_id"})
-        return check_bank_id(bank)
+        return self.services.bank_aliases.resolve(check_bank_id(bank))
 
 
 def _given(**fields: Any) -> dict:

@@ -42,6 +42,8 @@ class Operation(TypedDict):
     # {"units_total": int | None, "units_done": int, "units_per_s": float | None,
     #  "eta_s": float | None} (rcll.store.jobs.unit_progress)
     unit_progress: NotRequired[dict[str, Any]]
+    # a transfer's (export, import, clone): the download or the per-component counts
+    result_metadata: NotRequired[dict[str, Any]]
     # true: the caller may not see the job's items; only its kind, state and times are shown
     # (rcll.access.jobs)
     redacted: NotRequired[bool]
@@ -198,3 +200,35 @@ class DeletedBank(TypedDict):
     message: str
     existed: NotRequired[bool]
     deleted_count: NotRequired[int]
+
+
+@with_config(_OPEN)
+class ImportAnswer(TypedDict):
+    """``POST /banks/{id}/import`` and the clone: the bank written, its operation (``state``
+    ``succeeded``, or ``queued`` while the units that came without a vector are embedded),
+    the records written per type (``counts``), the ids mode used, the vectors reused and the
+    units left for the embedder (:meth:`rcll.transfer.service.TransferService.answer`)."""
+
+    bank_id: str
+    operation_id: str
+    status: str
+    state: str
+    ids: str
+    counts: dict[str, int]
+    vectors_reused: int
+    units_to_embed: int
+    grants_applied: int
+    grants_skipped: list[str]
+    dangling_references: int
+    source_bank_id: str | None
+    operation: Operation
+
+
+@with_config(_OPEN)
+class TransferSubmitted(TypedDict):
+    """Hindsight's ``BankTransferSubmitResponse`` (202): poll
+    ``GET /v1/default/banks/{bank_id}/operations/{operation_id}``; RCLL adds its own
+    fields (``bank_id``, ``state``, the import's counts)."""
+
+    operation_id: str
+    status: str

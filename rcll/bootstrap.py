@@ -279,6 +279,22 @@ class Services:
         return BankService(self)
 
     @cached_property
+    def bank_aliases(self):
+        """Bank aliases and the resolution of every route's bank id
+        (:class:`rcll.banks.aliases.BankAliasService`, cached ``bank_alias_cache_s``)."""
+        from rcll.banks.aliases import BankAliasService
+
+        return BankAliasService(self, self.settings.bank_alias_cache_s)
+
+    @cached_property
+    def webhooks(self):
+        """A bank's webhooks and their delivery log
+        (:class:`rcll.webhooks.service.WebhookService`)."""
+        from rcll.webhooks.service import WebhookService
+
+        return WebhookService(self)
+
+    @cached_property
     def entities(self):
         """Entities (:class:`rcll.entities.service.EntityService`: list, detail, proposals,
         merge, split) over this process's pool."""
@@ -307,6 +323,13 @@ class Services:
         from rcll.consolidate.service import ConsolidateService
 
         return ConsolidateService(self, enqueue)
+
+    def transfer_service(self, enqueue: Callable[[str, str], None]):
+        """Bank export, import and clone (:class:`rcll.transfer.service.TransferService`)
+        over this process's pools, sending an import's embed step with ``enqueue``."""
+        from rcll.transfer.service import TransferService
+
+        return TransferService(self, enqueue)
 
     def recall_context(self) -> RecallContext:
         s = self.settings

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json as _json
 import time
 from collections.abc import Callable, Iterable
-from typing import Any, Self
+from typing import Any, BinaryIO, Self
 from urllib.parse import quote
 
 import httpx
@@ -21,11 +21,13 @@ from rcll.api_types import (
     DeletedTunnel,
     FilesAnswer,
     ForgetAnswer,
+    ImportAnswer,
     Operation,
     OperationDetail,
     RecallAnswer,
     RetainAnswer,
     SupersedeAnswer,
+    TransferSubmitted,
     Tunnel,
     TunnelsPage,
     Unit,
@@ -82,6 +84,10 @@ def route(method: str, path: str) -> Callable:
 
 
 BANK = "/v1/default/banks/{bank_id}"
+
+
+def _flag(value: bool) -> str:
+    return "true" if value else "false"
 
 
 def _seg(value: str) -> str:
@@ -368,6 +374,68 @@ class RCLLClient:
             if exc.status != 404:
                 raise
             return None
+
+    # -- bank export and import (docs/guides/export-import.md) ---------------------------------
+    @route("GET", "/banks/{bank_id}/export")
+    def export_bank(self, bank_id: str, out: BinaryIO, *, vectors: bool = True,
+                    grants: bool = False, gzip: bool = False,
+                    on_bytes: Callable[[int], None] | None = None) -> int:
+        """Stream the bank's ``rcll-bank`` export into ``out`` (a binary file) as the server
+        sends it; ``gzip``: the gzip stream, written as it comes (no decompression). Returns
+        the bytes written; ``on_bytes(total)`` after each piece. GET
+        ``/banks/{bank_id}/export?vectors=&grants=&gzip=`` (``admin`` on the bank)."""
+        params = {"vectors": _flag(vectors), "grants": _flag(grants), "gzip": _flag(gzip)}
+        with self._http.stream("GET", f"/banks/{_seg(bank_id)}/export", params=params,
+                               timeout=httpx.Timeout(self._http.timeout.connect, read=None)
+                               ) as response:
+            if not response.is_success:
+                response.read()
+                raise _error_from(response)
+            total = 0
+            for piece in response.iter_raw(1 << 20):
+                out.write(piece)
+                total += len(piece)
+                if on_bytes is not None:
+                    on_bytes(total)
+        return total
+
+    @route("POST", "/banks/{bank_id}/import")
+    def import_bank(self, bank_id: str, data: BinaryIO, *, ids: str = "auto",
+                    grants: bool = True, size: int | None = None,
+                    on_bytes: Callable[[int], None] | None = None) -> ImportAnswer:
+        """Import the export read from ``data`` (a binary file: plain or gzip) into the bank,
+        which must be new or empty; the upload is streamed (``size``: its length, sent as
+        Content-Length; ``on_bytes(total)`` as it goes). POST ``/banks/{bank_id}/import``
+        → :class:`rcll.api_types.ImportAnswer` (``state`` ``queued`` while units that came
+        without a vector are embedded: :meth:`wait` on ``operation_id``). Raises
+        :class:`RCLLHTTPError` (400 ``invalid_export`` with ``details.line``, 409
+        ``bank_not_empty`` / ``ids_in_use``, 413 ``payload_too_large``)."""
+        def body():
+            total = 0
+            while piece := data.read(1 << 20):
+                total += len(piece)
+                if on_bytes is not None:
+                    on_bytes(total)
+                yield piece
+
+        headers = {"Content-Type": "application/x-ndjson"}
+        if size is not None:
+            headers["Content-Length"] = str(size)
+        response = self._request("POST", f"/banks/{_seg(bank_id)}/import",
+                                 params={"ids": ids, "grants": _flag(grants)},
+                                 content=body(), headers=headers,
+                                 timeout=httpx.Timeout(self._http.timeout.connect, read=None))
+        return response.json()
+
+    @route("POST", BANK + "/clone")
+    def clone_bank(self, bank_id: str, target_bank_id: str, *, grants: bool = False
+                   ) -> TransferSubmitted:
+        """Copy the bank into ``target_bank_id`` (which must not exist) in one call: POST
+        ``/v1/default/banks/{bank_id}/clone`` (Hindsight's route) → ``{operation_id, status,
+        bank_id, counts, …}``."""
+        return self._request("POST", f"{self._bank(bank_id)}/clone",
+                             params={"target_bank_id": target_bank_id, "grants": _flag(grants)},
+                             timeout=httpx.Timeout(self._http.timeout.connect, read=None)).json()
 
     @route("GET", "/jobs")
     def jobs(

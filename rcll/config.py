@@ -200,6 +200,13 @@ class Settings(BaseSettings):
     file_convert_max_memory_mb: int = Field(
         2048, ge=256, description="RCLL_FILE_CONVERT_MAX_MEMORY_MB: address space of the "
         "child process converting one file (RLIMIT_AS), MiB.")
+    # bank export and import (rcll.transfer; docs/guides/export-import.md)
+    transfer_max_bytes: int = Field(
+        8 * 1024 ** 3, ge=1024, description="RCLL_TRANSFER_MAX_BYTES: most bytes of one bank "
+        "import, the upload and its decompressed stream each (413 payload_too_large).")
+    transfer_max_line_bytes: int = Field(
+        16 * 1024 ** 2, ge=1024, description="RCLL_TRANSFER_MAX_LINE_BYTES: most bytes of one "
+        "line (one record) of an import (400 invalid_export naming the line).")
     semantic_link_top_k: int = Field(
         5, ge=0, description="Semantic links per new unit: its k most similar live units of the bank.")
     semantic_link_min_cosine: float = Field(
@@ -276,6 +283,46 @@ class Settings(BaseSettings):
     read_only: bool = Field(False, description="RCLL_READ_ONLY=on: the API serves only recall "
                             "and read, over the SELECT-only role; every write route is 403 "
                             "read_only_deployment.")
+
+    # --- webhooks and bank aliases (rcll.webhooks, rcll.banks.aliases; guides/webhooks.md) -
+    webhook_retry_delays_s: str = Field(
+        "5,60,300,1800,7200", description="RCLL_WEBHOOK_RETRY_DELAYS_S: seconds before each "
+        "retry of a webhook delivery that failed (comma-separated; one retry per number, "
+        "then the delivery is failed). Empty: no retries.")
+    webhook_timeout_s: float = Field(
+        10, gt=0, le=60, description="RCLL_WEBHOOK_TIMEOUT_S: the most one delivery attempt "
+        "waits (connect, send, read); a webhook's http_config.timeout_seconds may only "
+        "lower it.")
+    webhook_dispatch_interval_s: float = Field(
+        2, gt=0, description="RCLL_WEBHOOK_DISPATCH_INTERVAL_S: how often beat sends the "
+        "webhook deliveries that are due (queue maintenance).")
+    webhook_log_retention_days: float = Field(
+        30, gt=0, description="RCLL_WEBHOOK_LOG_RETENTION_DAYS: how long an ended webhook "
+        "delivery (completed or failed) stays in the delivery log; the dispatcher deletes "
+        "older ones.")
+    webhook_allow_private_networks: bool = Field(
+        False, description="RCLL_WEBHOOK_ALLOW_PRIVATE_NETWORKS=on: deliver to loopback, "
+        "private, link-local and other non-global addresses (a receiver on the same host or "
+        "network). off: such a URL is refused when registered (a literal address or "
+        "'localhost') and an attempt whose host resolves to one fails.")
+    bank_alias_cache_s: float = Field(
+        5, ge=0, description="RCLL_BANK_ALIAS_CACHE_S: how long a process keeps what an id "
+        "resolves to (a bank alias or not); a change made in this process is seen at once, "
+        "one made in another within this many seconds. 0: no cache.")
+
+    @field_validator("webhook_retry_delays_s")
+    @classmethod
+    def _retry_delays(cls, v: str) -> str:
+        for part in (p.strip() for p in v.split(",")):
+            if part and not (part.replace(".", "", 1).isdigit() and float(part) <= 86400):
+                raise ValueError(f"RCLL_WEBHOOK_RETRY_DELAYS_S: {part!r} is not a number of "
+                                 "seconds from 0 to 86400")
+        return v
+
+    @property
+    def webhook_retry_delays(self) -> tuple[float, ...]:
+        """:attr:`webhook_retry_delays_s` as seconds, one per retry."""
+        return tuple(float(p) for p in self.webhook_retry_delays_s.split(",") if p.strip())
 
     @model_validator(mode="after")
     def _read_only_writes_nothing(self) -> Settings:

@@ -55,6 +55,10 @@ def _settings(state_dir: Path) -> Settings:
         # the suite's job, worker and fault tests retain on Hindsight's path and follow the
         # queued job; tests/api/test_hindsight_kinds.py turns Hindsight's sync default on
         hindsight_sync_retain=False,
+        # tests/api/test_webhooks.py: receivers on 127.0.0.1, retries a second apart
+        webhook_allow_private_networks=True,
+        webhook_retry_delays_s="1,1",
+        webhook_dispatch_interval_s=0.5,
     )
 
 

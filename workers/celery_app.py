@@ -15,6 +15,7 @@ from workers.queues import (
     ROUTES,
     SWEEP_TASK,
     VECTOR_INDEX_TASK,
+    WEBHOOK_DISPATCH_TASK,
     QueueNames,
 )
 
@@ -74,6 +75,8 @@ def make_celery(settings: Settings | None = None) -> Celery:
                                    QueueNames.CONSOLIDATE),
             "hebbian-decay": _every(HEBBIAN_DECAY_TASK, s.hebbian_decay_interval_s,
                                     QueueNames.MAINTENANCE),
+            "webhook-dispatch": _every(WEBHOOK_DISPATCH_TASK, s.webhook_dispatch_interval_s,
+                                       QueueNames.MAINTENANCE),
             "llm-request-log-purge": _every(LLM_LOG_PURGE_TASK, LLM_LOG_PURGE_INTERVAL_S,
                                             QueueNames.MAINTENANCE)},
         worker_hijack_root_logger=False,

@@ -19,6 +19,9 @@ DEDUP_SCAN_TASK = "consolidate.dedup_scan"  # one bank's dedup scan (args: [bank
 CLOSETS_TASK = "consolidate.closets"  # one closets job (POST …/closets or the beat check)
 CLOSET_CHECK_TASK = "consolidate.closet_check"  # groups past closet_min_units, scheduled by beat
 HEBBIAN_DECAY_TASK = "maintenance.hebbian_decay"  # beat: decay and prune co-recall weights
+# beat: claim the webhook deliveries that are due, one deliver task each (rcll.webhooks)
+WEBHOOK_DISPATCH_TASK = "maintenance.webhook_dispatch"
+WEBHOOK_DELIVER_TASK = "maintenance.webhook_deliver"  # one attempt (args: [delivery_id, claim])
 LLM_LOG_PURGE_TASK = "maintenance.purge_llm_requests"  # beat: the request log's retention
 
 
@@ -34,6 +37,8 @@ def _routes() -> dict[str, dict[str, str]]:
             CLOSETS_TASK: {"queue": QueueNames.CONSOLIDATE},
             CLOSET_CHECK_TASK: {"queue": QueueNames.CONSOLIDATE},
             HEBBIAN_DECAY_TASK: {"queue": QueueNames.MAINTENANCE},
+            WEBHOOK_DISPATCH_TASK: {"queue": QueueNames.MAINTENANCE},
+            WEBHOOK_DELIVER_TASK: {"queue": QueueNames.MAINTENANCE},
             LLM_LOG_PURGE_TASK: {"queue": QueueNames.MAINTENANCE}}
 
 

@@ -18,6 +18,7 @@ from rcll.files import stage as file_stage
 from rcll.retain import lease, pipeline, recovery, stages
 from rcll.retain.stages import Stage
 from rcll.store import neighbour_length, vector_index
+from rcll.transfer import embed as transfer_embed
 from workers.celery_app import app
 from workers.queues import (
     CLOSET_CHECK_TASK,
@@ -28,6 +29,8 @@ from workers.queues import (
     LLM_LOG_PURGE_TASK,
     SWEEP_TASK,
     VECTOR_INDEX_TASK,
+    WEBHOOK_DELIVER_TASK,
+    WEBHOOK_DISPATCH_TASK,
     QueueNames,
 )
 
@@ -204,6 +207,13 @@ def convert_task(self, job_id: str) -> None:
         app.send_task(nxt.task_name, args=[job_id], queue=nxt.queue)
 
 
+@app.task(name=transfer_embed.TASK, bind=True, max_retries=len(stages.RETRY_DELAYS_S))
+def transfer_embed_task(self, job_id: str) -> None:
+    """An import's ``import_embed`` step (queue ``embed``) under the job's lease
+    (:func:`rcll.transfer.embed.run_import_embed`); it ends the job itself."""
+    _run_job_step(self, stages.JOB_STEPS[transfer_embed.STAGE], job_id)
+
+
 @app.task(name=CLOSET_CHECK_TASK, ignore_result=True)
 def closet_check_task() -> int:
     """Beat-scheduled (queue ``consolidate``): a closets job for groups past
@@ -236,6 +246,35 @@ def hebbian_decay_task() -> dict:
     except redis.RedisError as exc:
         log.warning("hebbian decay skipped, Redis unavailable: %s", exc)
         return {}
+
+
+@app.task(name=WEBHOOK_DISPATCH_TASK, ignore_result=True)
+def webhook_dispatch_task() -> int:
+    """Beat-scheduled (queue ``maintenance``): claim the webhook deliveries that are due and
+    send one ``maintenance.webhook_deliver`` per claim (:func:`rcll.webhooks.delivery.
+    dispatch_due`). Returns how many it claimed."""
+    from rcll.webhooks import delivery
+
+    svc = services()
+
+    def send(delivery_id: str, claim: str) -> None:
+        app.send_task(WEBHOOK_DELIVER_TASK, args=[delivery_id, claim],
+                      queue=QueueNames.MAINTENANCE)
+
+    return delivery.dispatch_due(svc.pool, send,
+                                 delivery.DeliveryPolicy.from_settings(svc.settings))
+
+
+@app.task(name=WEBHOOK_DELIVER_TASK, ignore_result=True)
+def webhook_deliver_task(delivery_id: str, claim: str) -> dict | None:
+    """One attempt of a webhook delivery under its claim (queue ``maintenance``;
+    :func:`rcll.webhooks.delivery.deliver`). A stale or duplicate claim does nothing; a
+    database outage leaves the delivery to the dispatcher once the claim's lease is over."""
+    from rcll.webhooks import delivery
+
+    svc = services()
+    return delivery.deliver(svc.pool, delivery.DeliveryPolicy.from_settings(svc.settings),
+                            delivery_id, claim)
 
 
 @app.task(name=LLM_LOG_PURGE_TASK, ignore_result=True)

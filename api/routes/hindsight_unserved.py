@@ -47,13 +47,12 @@ _FAMILIES: list[tuple[str, bool, str]] = [
      "this LLM step of Hindsight's is not built in RCLL"),
     (r"\w+ /v1/default/banks/[^/]+/attachments/", False,
      "attachments are not kept apart from their documents"),
-    (r"\w+ /v1/default/banks/[^/]+/document-transfer|\w+ /v1/default/files/download/", False,
-     "document transfer between banks is not built; bank export and import move a bank"),
+    (r"\w+ /v1/default/banks/[^/]+/document-transfer", False,
+     "document transfer between banks is not built; bank export and import move a bank "
+     "(POST /v1/default/banks/{bank_id}/transfer/export, …/transfer/import)"),
     (r"\w+ /v1/bank-template-schema|\w+ /v1/default/banks/[^/]+/(export|import)$", False,
-     "bank templates are not built"),
-    (r"\w+ /v1/default/banks/[^/]+/clone", False, "cloning a bank is not built"),
-    (r"\w+ /v1/default/banks/[^/]+/webhooks", False, "webhooks are not built"),
-    (r"\w+ /v1/default/banks/[^/]+/aliases", False, "bank aliases are not built"),
+     "bank templates are not built; GET /banks/{bank_id}/export exports a whole bank and "
+     "POST /banks/{bank_id}/import imports one"),
 ]
 
 

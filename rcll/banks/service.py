@@ -124,4 +124,5 @@ class BankService:
                 raise
             existed = False
         invalidation.bank_dropped(self._services.hot_tier, bank_id)
+        self._services.bank_aliases.forget_bank(bank_id)  # its aliases went with it
         return existed

@@ -410,10 +410,12 @@ cli.add_command(_unit_group)
 
 
 def _register_groups() -> None:
+    from rcll.cli.bank import bank
     from rcll.cli.tunnels import bridge, tunnels
 
     cli.add_command(tunnels)
     cli.add_command(bridge)
+    cli.add_command(bank)
 
 
 _register_groups()

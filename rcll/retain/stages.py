@@ -21,6 +21,7 @@ from rcll.consolidate import closets
 from rcll.files import stage as file_stage
 from rcll.retain import entity_stage, extraction, link_stage, pipeline
 from rcll.retain.pipeline import RetainContext
+from rcll.transfer import embed as transfer_embed
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,9 @@ JOB_STEPS: dict[str, Stage] = {
     # a file job's first step: convert the file, then it goes on at ``chunk`` (rcll.files)
     file_stage.STAGE: Stage(file_stage.STAGE, "extract", file_stage.run_convert,
                             task=file_stage.TASK),
+    # an import's units that came without a usable vector (rcll.transfer)
+    transfer_embed.STAGE: Stage(transfer_embed.STAGE, "embed", transfer_embed.run_import_embed,
+                                task=transfer_embed.TASK),
 }
 
 

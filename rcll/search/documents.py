@@ -64,7 +64,10 @@ def classify(units: list[tuple[str, str, int]]) -> dict:
 def bank_kind(conn: Connection, bank_id: str, cache: dict | None = None,
               ttl_s: float = KIND_TTL_S) -> dict:
     """:func:`classify` of ``bank_id``'s first :data:`KIND_SAMPLE` live units by
-    ``sample_key``; ``cache`` (``{bank_id: (time, answer)}``) keeps the answer ``ttl_s``."""
+    ``sample_key``; ``cache`` (``{bank_id: (time, answer)}``) keeps the answer ``ttl_s`` —
+    only an answer from a full sample: a bank of fewer units is still being filled (a
+    recall on a new bank must not fix it as ``conversation`` while its documents arrive),
+    and reading all of them is one short index scan."""
     now = time.monotonic()
     if cache is not None and bank_id in cache and now - cache[bank_id][0] < ttl_s:
         return cache[bank_id][1]
@@ -75,7 +78,7 @@ def bank_kind(conn: Connection, bank_id: str, cache: dict | None = None,
              AND u.invalidated_reason IS NULL
            ORDER BY u.sample_key LIMIT %s""", (bank_id, KIND_SAMPLE)).fetchall()
     answer = classify([(r["head"], r["kind"], int(r["tokens"])) for r in rows])
-    if cache is not None:
+    if cache is not None and answer["sampled"] >= KIND_SAMPLE:
         cache[bank_id] = (now, answer)
     return answer
 

@@ -9,7 +9,7 @@ from psycopg import Connection
 def units_missing(conn: Connection, *, model: str, stamp: str, job_id: str | None = None,
                   bank_id: str | None = None, limit: int = 256) -> list[dict]:
     """Units (``id``, ``bank_id``, ``text``, ``heading``) with no embedding for ``model`` at
-    ``stamp``.
+    ``stamp``; a forgotten unit never has one (its text is gone: ``rcll.lifecycle.forget``).
 
     Scoped to the units a job created, or to a bank (rebuild); at most ``limit`` rows.
     """
@@ -25,18 +25,20 @@ def units_missing(conn: Connection, *, model: str, stamp: str, job_id: str | Non
         f"""SELECT u.id, u.bank_id, u.text, u.heading FROM memory_units u
             LEFT JOIN memory_embeddings e
               ON e.unit_id = u.id AND e.model = %s AND e.input_stamp = %s
-            WHERE e.unit_id IS NULL AND {scope}
+            WHERE e.unit_id IS NULL AND u.forgotten_at IS NULL AND {scope}
             ORDER BY u.created_at, u.id LIMIT %s""",
         [*params, limit],
     ).fetchall()
 
 
 def count_missing(conn: Connection, *, model: str, stamp: str, bank_id: str | None = None) -> int:
-    """How many units (of a bank, or all) have no vector for ``model`` at ``stamp``."""
+    """How many units (of a bank, or all) have no vector for ``model`` at ``stamp`` (forgotten
+    units left out, as in :func:`units_missing`)."""
     return conn.execute(
         """SELECT count(*) AS n FROM memory_units u
            LEFT JOIN memory_embeddings e ON e.unit_id = u.id AND e.model = %s AND e.input_stamp = %s
-           WHERE e.unit_id IS NULL AND (%s::text IS NULL OR u.bank_id = %s)""",
+           WHERE e.unit_id IS NULL AND u.forgotten_at IS NULL
+             AND (%s::text IS NULL OR u.bank_id = %s)""",
         (model, stamp, bank_id, bank_id)).fetchone()["n"]
 
 

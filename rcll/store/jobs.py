@@ -18,6 +18,7 @@ from psycopg import Connection
 from psycopg.types.json import Jsonb
 
 from rcll.errors import JobNotFound, Rejected
+from rcll.store import webhooks
 
 TERMINAL = ("succeeded", "failed", "partial", "cancelled")
 ACTIVE = ("queued", "running")
@@ -144,16 +145,26 @@ def progress(conn: Connection, job_id: str, counts: dict, stage: str | None = No
 def finish(conn: Connection, job_id: str, state: str, counts: dict | None = None,
            error: str | None = None) -> None:
     """End a queued or running job in ``state`` (one of :data:`TERMINAL`) with its final
-    counts and error; a job that ended already (cancelled while its worker ran) keeps its
-    end."""
+    counts and error; a job that ended already (cancelled while its worker ran, or a second
+    finish) keeps its end.
+
+    Every job ends here, so this is where its end becomes an event: in the same
+    transaction, the webhook outbox gets one delivery per subscribed webhook of the bank
+    (:func:`rcll.store.webhooks.enqueue_job_event`)."""
     assert state in TERMINAL
-    conn.execute(
-        """UPDATE jobs SET state = %s, counts = counts || %s, error = %s, stage = 'done',
-                  finished_at = now(), updated_at = now(),
-                  payload = CASE WHEN %s = 'failed' THEN payload END
-           WHERE id = %s AND state IN ('queued', 'running')""",
-        (state, Jsonb(counts or {}), error, state, job_id),
-    )
+    with conn.transaction():
+        before = conn.execute("SELECT state FROM jobs WHERE id = %s FOR UPDATE",
+                              (job_id,)).fetchone()
+        if before is None or before["state"] not in ACTIVE:
+            return
+        row = conn.execute(
+            """UPDATE jobs SET state = %s, counts = counts || %s, error = %s, stage = 'done',
+                      finished_at = now(), updated_at = now(),
+                      payload = CASE WHEN %s = 'failed' THEN payload END
+               WHERE id = %s RETURNING id, bank_id, kind, state, finished_at""",
+            (state, Jsonb(counts or {}), error, state, job_id),
+        ).fetchone()
+        webhooks.enqueue_job_event(conn, row)
 
 
 def requeue_failed_enqueue(conn: Connection, job_id: str) -> bool:
@@ -362,7 +373,8 @@ def to_json(job: dict) -> dict:
     """A job row as the API's operation object (ISO times, string ids): RCLL's ``state``
     (queued, running, succeeded, partial, failed) and, beside it, Hindsight's ``status``
     (:data:`HINDSIGHT_STATUS`), ``operation_id`` (= ``id``), ``task_type`` (= ``kind``),
-    ``items_count`` and ``error_message`` (= ``error``), and ``progress`` in units
+    ``items_count`` and ``error_message`` (= ``error``), ``result_metadata`` (a transfer's,
+    from its counts; :mod:`rcll.transfer.service`), and ``progress`` in units
     (:func:`unit_progress`). The rule's fields
     (:data:`RULE_FIELDS`) are left out. Unfiltered: routes show a job through
     :func:`rcll.access.jobs.job_json`, which redacts it for a caller who may not see it."""
@@ -374,6 +386,8 @@ def to_json(job: dict) -> dict:
     counts = job.get("counts") or {}
     out["items_count"] = int(counts.get("items", counts.get("items_total", 0)) or 0)
     out["error_message"] = job.get("error")
+    if "result_metadata" in counts:  # a transfer's: its download or per-component counts
+        out["result_metadata"] = counts["result_metadata"]
     if "state" in job:
         out["unit_progress"] = unit_progress(job)
     return json.loads(json.dumps(out, default=str))

@@ -572,7 +572,7 @@ def test_migration_0026_backfills_history_and_allows_cancelled(settings):
     db = "rcll_mig26"
     postgres.create_database(settings, db, drop=True)
     url = f"postgresql://rcll@127.0.0.1:{settings.pg_port}/{db}"
-    migrate.upgrade(settings, url, "0024")
+    migrate.upgrade(settings, url, "0025")
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("INSERT INTO memory_banks (id, name) VALUES ('m', 'm')")
         doc = conn.execute("INSERT INTO documents (bank_id, document_id, content_hash, revision) "
@@ -590,7 +590,7 @@ def test_migration_0026_backfills_history_and_allows_cancelled(settings):
                               "FROM document_events WHERE document_id = %s", (doc,)).fetchall()
         conn.execute("UPDATE jobs SET state = 'cancelled' WHERE id = %s", (job,))
     assert events == [("retain", 4, 1, None)]
-    command.downgrade(migrate.alembic_config(url), "0024")
+    command.downgrade(migrate.alembic_config(url), "0025")
     with psycopg.connect(url, autocommit=True) as conn:
         state = conn.execute("SELECT state FROM jobs WHERE id = %s", (job,)).fetchone()[0]
         table = conn.execute("SELECT to_regclass('document_events')").fetchone()[0]

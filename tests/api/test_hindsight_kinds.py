@@ -222,7 +222,7 @@ def test_unroutable_or_unstorable_bank_ids_are_refused(client, bank):
     assert r.status_code == 400 and r.get_json()["error"]["code"] == "invalid_bank_id"
 
 
-def test_bank_ids_through_the_cli_and_mcp(app, monkeypatch):
+def test_bank_ids_through_the_cli_and_mcp(app, services, monkeypatch):
     from mcp_server.server import Runtime
     from rcll.cli import main as cli_main
     from rcll.client import RCLLClient
@@ -239,7 +239,7 @@ def test_bank_ids_through_the_cli_and_mcp(app, monkeypatch):
                              env={"COLUMNS": "400"})
     assert out.exit_code == 0, out.output
     assert "Kai sorts the mail" in out.output
-    rt = SimpleNamespace(default_bank=None)
+    rt = SimpleNamespace(default_bank=None, services=services)
     assert Runtime.bank(rt, bank) == bank and Runtime.bank(rt, "kestrel ops") == "kestrel ops"
     with pytest.raises(RCLLError) as exc:
         Runtime.bank(rt, "a/b")

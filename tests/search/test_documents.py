@@ -124,3 +124,19 @@ def test_chunk_context_reaches_lexical_and_dense_input_not_the_text(client, serv
     assert all(r["text"] == texts[r["id"]] for r in res.results)
     # a conversation gets no heading
     assert chunk_headings("Ana: hi\n\n" + "x " * 600, ["a", "b"]) == [None, None]
+
+
+def test_bank_kind_of_a_bank_still_filling_is_not_cached(client, services):
+    """A recall on a bank of fewer than KIND_SAMPLE units does not fix its kind for
+    KIND_TTL_S: the documents retained after it are seen by the next recall."""
+    from rcll.search.documents import bank_kind
+
+    cache: dict = {}
+    _retain(client, "fill22", [{"content": "Ana: hello there.", "document_id": "t0"}])
+    with services.pool.connection() as conn:
+        assert bank_kind(conn, "fill22", cache)["kind"] == "conversation"
+        assert "fill22" not in cache
+    _retain(client, "fill22", [{"content": f"Report {i}\n\n" + FILLER * 6 + ABSTRACT_A,
+                                "document_id": f"d{i}"} for i in range(3)])
+    with services.pool.connection() as conn:
+        assert bank_kind(conn, "fill22", cache)["kind"] == "documents"

@@ -20,7 +20,7 @@ Revises: 0024
 from alembic import op
 
 revision = "0026"
-down_revision = "0024"
+down_revision = "0025"
 branch_labels = None
 depends_on = None
 
