@@ -18,9 +18,11 @@ from api.routes import (
     banks,
     closets,
     dedup,
+    directives,
     feedback,
     health,
     hindsight_unserved,
+    llm_requests,
     memories,
     mental_models,
     operations,
@@ -87,6 +89,8 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     app.register_blueprint(hindsight_routes.bp)
     app.register_blueprint(document_routes.bp)
     app.register_blueprint(audit_logs.bp)
+    app.register_blueprint(directives.bp)
+    app.register_blueprint(llm_requests.bp)
     app.register_blueprint(file_routes.bp)
     app.register_blueprint(webhooks.bp)
     app.register_blueprint(aliases.bp)

@@ -84,12 +84,15 @@ REFLECT_FIELDS = {
     "budget": "honoured: the recall behind the answer (as recall's budget)",
     "context": "honoured: given to the model beside the question",
     "max_tokens": "honoured: the answer's token limit",
-    "tags": "honoured: the recall's tags filter", "tags_match": "honoured: as recall",
+    "tags": "honoured: the recall's tags filter, and which tagged directives apply",
+    "tags_match": "honoured: as recall, for the memories and the directives",
     "fact_types": "honoured: as recall's types",
     "include": "honoured for 'facts' (based_on lists the memories used); 'tool_calls' ignored",
     "response_schema": "refused when given: no structured output",
     "tag_groups": "refused when non-empty (as recall)",
-    "apply_all_directives": "ignored: no directives",
+    "apply_all_directives": "honoured: every active directive applies, tags aside "
+                            "(default: the global ones and the tagged ones the request's "
+                            "tags match by tags_match)",
     "exclude_mental_models": "ignored: no mental models",
     "exclude_mental_model_ids": "ignored: no mental models",
     "reflect_search_observations_max_tokens": "ignored: no observations",
@@ -602,8 +605,15 @@ class ReflectFact(_Open):
     type: str | None = None
 
 
+class ReflectDirective(_Open):
+    id: str
+    name: str
+    content: str
+
+
 class ReflectBasedOn(_Open):
     memories: list[ReflectFact] | None = None
+    directives: list[ReflectDirective] | None = None
 
 
 class TokenUsage(_Open):

@@ -179,7 +179,27 @@ class Services:
             return None
         from rcll.llm.client import LLMClient, LLMConfig
 
-        return LLMClient(LLMConfig.from_settings(self.settings))
+        return LLMClient(LLMConfig.from_settings(self.settings),
+                         request_log=self.llm_request_log)
+
+    @cached_property
+    def llm_request_log(self):
+        """The LLM request log's writer (:class:`rcll.llm.request_log.RequestLog`) over the
+        read-write pool; ``None`` when ``llm_request_log`` is off or the deployment is
+        read-only."""
+        if not self.settings.llm_request_log or self.settings.read_only:
+            return None
+        from rcll.llm.request_log import RequestLog
+
+        return RequestLog(lambda: self.pool)
+
+    @cached_property
+    def llm_requests(self):
+        """The LLM request log as admins read it
+        (:class:`rcll.llm.requests.LLMRequestService`)."""
+        from rcll.llm.requests import LLMRequestService
+
+        return LLMRequestService(self)
 
     def llm_health(self) -> dict:
         """``checks.llm`` of ``/readyz``: ``{provider, model, ok, error?}``; chunk mode
@@ -291,6 +311,13 @@ class Services:
         return EntityService(self)
 
     @cached_property
+    def directives(self):
+        """A bank's rules for reflect (:class:`rcll.directives.service.DirectiveService`)."""
+        from rcll.directives.service import DirectiveService
+
+        return DirectiveService(self)
+
+    @cached_property
     def feedback(self):
         """Memory Worth feedback (:class:`rcll.feedback.service.FeedbackService`) over this
         process's pool."""
@@ -324,6 +351,10 @@ class Services:
                              purposes=tuple(s.purposes), default_purpose=s.default_purpose)
 
     def close(self) -> None:
+        """Write what the LLM request log still holds (at most 2 s), then close the pools."""
+        request_log = self.__dict__.get("llm_request_log")
+        if request_log is not None:
+            request_log.flush(2.0)
         for name in ("pool", "read_pool", "replica_pool"):
             pool = self.__dict__.get(name)
             if pool is not None and not pool.closed:

@@ -126,6 +126,13 @@ class Settings(BaseSettings):
     llm_replay_path: Path | None = Field(
         None, description="Model rcll-replay/<name>: the scripted replies file (tests, demos).")
     llm_health_ttl_s: float = Field(60, description="How long /readyz caches the LLM probe.")
+    llm_request_log: bool = Field(
+        True, description="Record every LLM call (bank, operation, step, model, tokens, "
+        "latency, status; no prompt or reply text) in the LLM request log, written off the "
+        "caller's path (GET /v1/default/banks/{bank_id}/llm-requests).")
+    llm_request_log_retention_days: float = Field(
+        30, gt=0, description="Days the LLM request log keeps a call; older rows are "
+        "deleted by beat's hourly purge.")
     extract_recent_facts: int = Field(
         20, description="Earlier facts of the bank shown to extraction (for supersedes).")
     closet_min_units: int = Field(

@@ -28,6 +28,10 @@ class JobNotFound(NotFound):
     code = "operation_not_found"
 
 
+class DirectiveNotFound(NotFound):
+    code = "directive_not_found"
+
+
 class Unauthorized(RCLLError):
     """No key, an unknown key or a revoked key (401)."""
 

@@ -11,12 +11,15 @@ from workers.queues import (
     CLOSET_CHECK_TASK,
     DEDUP_SWEEP_TASK,
     HEBBIAN_DECAY_TASK,
+    LLM_LOG_PURGE_TASK,
     ROUTES,
     SWEEP_TASK,
     VECTOR_INDEX_TASK,
     WEBHOOK_DISPATCH_TASK,
     QueueNames,
 )
+
+LLM_LOG_PURGE_INTERVAL_S = 3600.0  # the request log's retention is in days: hourly is enough
 
 
 def _every(task: str, interval_s: float, queue: str) -> dict:
@@ -73,7 +76,9 @@ def make_celery(settings: Settings | None = None) -> Celery:
             "hebbian-decay": _every(HEBBIAN_DECAY_TASK, s.hebbian_decay_interval_s,
                                     QueueNames.MAINTENANCE),
             "webhook-dispatch": _every(WEBHOOK_DISPATCH_TASK, s.webhook_dispatch_interval_s,
-                                       QueueNames.MAINTENANCE)},
+                                       QueueNames.MAINTENANCE),
+            "llm-request-log-purge": _every(LLM_LOG_PURGE_TASK, LLM_LOG_PURGE_INTERVAL_S,
+                                            QueueNames.MAINTENANCE)},
         worker_hijack_root_logger=False,
     )
     return app

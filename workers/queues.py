@@ -22,6 +22,7 @@ HEBBIAN_DECAY_TASK = "maintenance.hebbian_decay"  # beat: decay and prune co-rec
 # beat: claim the webhook deliveries that are due, one deliver task each (rcll.webhooks)
 WEBHOOK_DISPATCH_TASK = "maintenance.webhook_dispatch"
 WEBHOOK_DELIVER_TASK = "maintenance.webhook_deliver"  # one attempt (args: [delivery_id, claim])
+LLM_LOG_PURGE_TASK = "maintenance.purge_llm_requests"  # beat: the request log's retention
 
 
 def _routes() -> dict[str, dict[str, str]]:
@@ -37,7 +38,8 @@ def _routes() -> dict[str, dict[str, str]]:
             CLOSET_CHECK_TASK: {"queue": QueueNames.CONSOLIDATE},
             HEBBIAN_DECAY_TASK: {"queue": QueueNames.MAINTENANCE},
             WEBHOOK_DISPATCH_TASK: {"queue": QueueNames.MAINTENANCE},
-            WEBHOOK_DELIVER_TASK: {"queue": QueueNames.MAINTENANCE}}
+            WEBHOOK_DELIVER_TASK: {"queue": QueueNames.MAINTENANCE},
+            LLM_LOG_PURGE_TASK: {"queue": QueueNames.MAINTENANCE}}
 
 
 ROUTES = _routes()

@@ -8,7 +8,7 @@ import functools
 import logging
 
 import psycopg
-from celery.signals import worker_process_init
+from celery.signals import worker_process_init, worker_process_shutdown
 
 from rcll.bootstrap import Services, bootstrap
 from rcll.consolidate import closets, dedup
@@ -26,6 +26,7 @@ from workers.queues import (
     DEDUP_SCAN_TASK,
     DEDUP_SWEEP_TASK,
     HEBBIAN_DECAY_TASK,
+    LLM_LOG_PURGE_TASK,
     SWEEP_TASK,
     VECTOR_INDEX_TASK,
     WEBHOOK_DELIVER_TASK,
@@ -41,6 +42,15 @@ _services: Services | None = None
 def _fresh_services(**_) -> None:  # pools must not cross a fork
     global _services
     _services = None
+
+
+@worker_process_shutdown.connect
+def _close_services(**_) -> None:  # the LLM request log's last entries, then the pools
+    if _services is not None:
+        try:
+            _services.close()
+        except Exception:
+            log.warning("closing the services at shutdown failed", exc_info=True)
 
 
 def services() -> Services:
@@ -265,3 +275,14 @@ def webhook_deliver_task(delivery_id: str, claim: str) -> dict | None:
     svc = services()
     return delivery.deliver(svc.pool, delivery.DeliveryPolicy.from_settings(svc.settings),
                             delivery_id, claim)
+
+
+@app.task(name=LLM_LOG_PURGE_TASK, ignore_result=True)
+def purge_llm_requests_task() -> int:
+    """Beat-scheduled (queue ``maintenance``, hourly): delete the LLM request log's calls
+    older than ``llm_request_log_retention_days`` (:func:`rcll.llm.requests.purge`).
+    Returns how many."""
+    from rcll.llm.requests import purge
+
+    svc = services()
+    return purge(svc.pool, svc.settings.llm_request_log_retention_days)

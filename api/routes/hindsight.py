@@ -355,7 +355,10 @@ def delete_document(bank_id: str, document_id: str):
     502: ['llm_error', 'llm_reply_invalid']})
 def reflect(bank_id: str):
     """Answer a question from recall's results through the configured LLM (litellm;
-    :mod:`rcll.reflect`). Fields: :data:`api.hindsight.REFLECT_FIELDS`. 400
+    :mod:`rcll.reflect`), under the bank's directives in scope (highest priority first;
+    ``based_on.directives`` lists them, ``directives_applied`` their ids; ``llm_trace_id``
+    is the call's run in the LLM request log). Fields:
+    :data:`api.hindsight.REFLECT_FIELDS`. 400
     ``llm_not_configured`` when no LLM is configured (checked before recall runs); a
     read-only deployment refuses it (:func:`api.auth.uses_llm`)."""
     check_bank_id(bank_id)
@@ -383,8 +386,10 @@ def reflect(bank_id: str):
     q = RecallQuery.model_validate(params)
     found = [] if nothing else svc.cascade.recall(bank_id, q, principal()).to_json()["results"]
     mission = (svc.banks.get(principal(), bank_id)["config"] or {}).get("mission")
+    rules = svc.directives.for_reflect(principal(), bank_id, q.tags, q.tags_match,
+                                       apply_all=bool(req.apply_all_directives))
     ans = run_reflect(svc.llm, req.query, found, context=req.context, mission=mission,
-                      max_tokens=req.max_tokens)
+                      max_tokens=req.max_tokens, directives=rules, bank_id=bank_id)
     u = ans.usage
     body = {"text": ans.text,
             "usage": {"input_tokens": u.get("prompt_tokens", 0),
@@ -392,11 +397,14 @@ def reflect(bank_id: str):
                       "total_tokens": u.get("prompt_tokens", 0) + u.get("completion_tokens", 0),
                       "cost_usd": u.get("cost_usd", 0.0)},
             "model": ans.model, "prompt_version": ans.prompt_version,
-            "recalled": len(found)}
+            "recalled": len(found), "llm_trace_id": ans.trace_id,
+            "directives_applied": [d["id"] for d in ans.directives]}
     if (req.include or {}).get("facts") is not None:
         body["based_on"] = {"memories": [
             {**hs.recall_result(r), "type": hs.KIND_TYPE.get(r.get("kind"), "world")}
-            for r in ans.based_on], "mental_models": [], "directives": []}
+            for r in ans.based_on], "mental_models": [],
+            "directives": [{"id": d["id"], "name": d["name"], "content": d["content"]}
+                           for d in ans.directives]}
     return jsonify(body)
 
 
@@ -411,7 +419,8 @@ def version():
     return jsonify({"api_version": rcll.__version__, "server": "rcll", "features": {
         "observations": False, "mcp": True, "worker": True, "bank_config_api": True,
         "bank_llm_health": False, "file_upload_api": False, "document_export_api": False,
-        "document_import_api": False, "audit_log": True, "llm_trace": False,
+        "document_import_api": False, "audit_log": True,
+        "llm_trace": s.llm_request_log and not s.read_only,
         "store_document_text": True, "reflect": s.llm_provider != "none",
         "read_only": s.read_only, "auth": s.auth}})
 

@@ -45,10 +45,6 @@ _FAMILIES: list[tuple[str, bool, str]] = [
     (r"\w+ /v1/default/banks/[^/]+/(memories/dry-run-extract|prompts/preview|health/llm"
      r"|background|entities/[^/]+/regenerate)", True,
      "this LLM step of Hindsight's is not built in RCLL"),
-    (r"\w+ /v1/default/banks/[^/]+/directives", False,
-     "directives (rules applied to reflect) are not built"),
-    (r"\w+ /v1/default/banks/[^/]+/llm-requests", False,
-     "LLM request logs are not kept; a job's LLM usage is in its operation (llm_usage)"),
     (r"\w+ /v1/default/banks/[^/]+/attachments/", False,
      "attachments are not kept apart from their documents"),
     (r"\w+ /v1/default/banks/[^/]+/document-transfer", False,

@@ -85,6 +85,8 @@ ROWS: list[tuple[str, list[tuple[str, str, list[tuple[str, str]]]]]] = [
             ("sum by (model, error) (rate(rcll_llm_errors_total[5m]))", "{{model}} {{error}}")]),
         ("LLM call latency p95", "s", [
             (Q.format(q=0.95, by=", model", m="rcll_llm_call_duration_seconds"), "{{model}}")]),
+        ("LLM request log entries dropped per second", "ops", [
+            ("sum by (reason) (rate(rcll_llm_request_log_dropped_total[5m]))", "{{reason}}")]),
     ]),
 ]
 

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from rcll.cascade import invalidation
 from rcll.llm.client import LLMError
 from rcll.llm.prompts import summarize_closet
+from rcll.llm.request_log import CallInfo
 from rcll.retain.pipeline import RetainContext, embed_missing
 from rcll.store import closets, facts, item_errors, jobs
 
@@ -94,7 +95,8 @@ def run_closets(ctx: RetainContext, job_id: str, max_units: int = 40) -> None:
             room, hall, [((u["mentioned_at"].date().isoformat() if u["mentioned_at"] else ""),
                           u["text"][:1500]) for u in units])
         try:
-            result = ctx.llm.complete_json(messages, summarize_closet.ClosetReply)
+            result = ctx.llm.complete_json(messages, summarize_closet.ClosetReply, call=CallInfo(
+                bank_id=bank, operation="consolidation", scope="closets", trace_id=str(job_id)))
         except LLMError as exc:
             with ctx.pool.connection() as conn, conn.transaction():
                 if jobs.lock_for_work(conn, job_id) is None:

@@ -9,6 +9,11 @@ attempt is told what was wrong). Usage and cost are litellm's (``response.usage`
 ``_hidden_params["response_cost"]`` or :func:`litellm.completion_cost`, 0 when litellm has no
 price for the model).
 
+Every attempt is also one row of the LLM request log when the client has one
+(:mod:`rcll.llm.request_log`: off the caller's path; a failure to log never fails the call):
+the caller's :class:`~rcll.llm.request_log.CallInfo` (bank, operation, step, run, document),
+provider, model, outcome, tokens, cost and latency.
+
 Errors: :class:`LLMReplyInvalid` (the last raw reply, after retries), :class:`LLMUnavailable`
 (provider unreachable, timing out or rate limiting after retries), :class:`LLMError` (any
 other refusal: bad request, authentication, unknown model).
@@ -21,12 +26,14 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
 import rcll.llm  # noqa: F401  (sets LITELLM_LOCAL_MODEL_COST_MAP before litellm loads)
 from rcll.config import Settings
+from rcll.llm.request_log import CallInfo
 from rcll.telemetry import metrics
 
 log = logging.getLogger(__name__)
@@ -144,13 +151,15 @@ class LLMClient:
     """Calls the configured model. Thread-safe; one per process (:mod:`rcll.bootstrap`).
     Registers the custom providers it needs (``rcll-replay``, ``rcll-offline``) with litellm."""
 
-    def __init__(self, config: LLMConfig, sleep=time.sleep):
+    def __init__(self, config: LLMConfig, sleep=time.sleep, request_log=None):
         if config.provider == "none":
             raise ValueError("chunk mode (llm_provider=none) has no LLM client")
         if not config.model:
             raise ValueError("RCLL_LLM_MODEL is empty")
         self.config = config
         self._sleep = sleep
+        self.request_log = request_log  # rcll.llm.request_log.RequestLog, or None
+        self.provider_name = _provider_name(config)
         self._health: tuple[float, dict] | None = None
         self._health_lock = threading.Lock()
         _register_providers(config)
@@ -191,9 +200,32 @@ class LLMClient:
                         completion_tokens=int(getattr(u, "completion_tokens", 0) or 0),
                         cost_usd=float(cost or 0.0), calls=1)
 
+    def _log(self, call: CallInfo | None, attempt: int, outcome: str, started: datetime,
+             seconds: float, usage: LLMUsage | None = None, error: str | None = None) -> None:
+        """One row of the request log for one attempt (nothing without a log; never
+        raises)."""
+        if self.request_log is None:
+            return
+        try:
+            c = call or CallInfo()
+            u = usage or LLMUsage()
+            self.request_log.record({
+                "bank_id": c.bank_id, "operation": c.operation, "scope": c.scope,
+                "trace_id": c.trace_id, "document_id": c.document_id,
+                "provider": self.provider_name, "model": self.model,
+                "status": "success" if outcome == "ok" else "error", "outcome": outcome,
+                "attempt": attempt, "started_at": started,
+                "ended_at": started + timedelta(seconds=seconds),
+                "duration_ms": int(round(seconds * 1000)),
+                "input_tokens": u.prompt_tokens, "output_tokens": u.completion_tokens,
+                "cost_usd": u.cost_usd, "error": error})
+        except Exception:  # the log must never fail the call it describes
+            log.warning("LLM request log entry not made", exc_info=True)
+
     def complete_json(self, messages: list[dict], schema: type[BaseModel],
-                      max_tokens: int | None = None) -> LLMResult:
-        """One validated reply of type ``schema`` to ``messages`` (OpenAI chat format).
+                      max_tokens: int | None = None, call: CallInfo | None = None) -> LLMResult:
+        """One validated reply of type ``schema`` to ``messages`` (OpenAI chat format);
+        ``call`` says what it is for (the request log's bank, operation, step, run).
 
         Up to ``1 + max_retries`` calls. Raises :class:`LLMReplyInvalid` (with the raw reply),
         :class:`LLMUnavailable` or :class:`LLMError`; each carries the usage spent."""
@@ -206,19 +238,24 @@ class LLMClient:
                 usage.retries += 1
                 self._sleep(self.config.backoff_s * 2 ** (attempt - 1))
             t_call = time.perf_counter()
+            started = datetime.now(UTC)
             try:
                 resp = self._call(msgs, schema, max_tokens)
             except _transient_errors() as exc:
                 usage.calls += 1
-                metrics.llm_call(self.model, "transient_error", time.perf_counter() - t_call,
-                                 error=type(exc).__name__)
+                took = time.perf_counter() - t_call
+                metrics.llm_call(self.model, "transient_error", took, error=type(exc).__name__)
                 last_problem, last_invalid = f"{type(exc).__name__}: {exc}", False
+                self._log(call, attempt + 1, "transient_error", started, took,
+                          error=last_problem)
                 log.warning("LLM call %d/%d failed: %s", attempt + 1, attempts, last_problem)
                 continue
             except Exception as exc:  # bad request, auth, unknown model or provider: no retry
                 usage.calls += 1
-                metrics.llm_call(self.model, "error", time.perf_counter() - t_call,
-                                 error=type(exc).__name__)
+                took = time.perf_counter() - t_call
+                metrics.llm_call(self.model, "error", took, error=type(exc).__name__)
+                self._log(call, attempt + 1, "error", started, took,
+                          error=f"{type(exc).__name__}: {exc}")
                 raise LLMError(f"LLM call refused: {type(exc).__name__}: {exc}", usage) from exc
             call_usage = self._usage_of(resp)
             usage.add(call_usage)
@@ -228,19 +265,23 @@ class LLMClient:
                     raise ValueError("empty reply")
                 parsed = schema.model_validate_json(_unfence(raw))
             except (ValidationError, ValueError) as exc:
-                metrics.llm_call(self.model, "invalid_reply", time.perf_counter() - t_call,
+                took = time.perf_counter() - t_call
+                metrics.llm_call(self.model, "invalid_reply", took,
                                  call_usage.prompt_tokens, call_usage.completion_tokens,
                                  call_usage.cost_usd, error="invalid_reply")
                 last_raw, last_problem, last_invalid = raw, _describe(exc), True
+                self._log(call, attempt + 1, "invalid_reply", started, took, call_usage,
+                          error=last_problem)
                 log.warning("LLM reply %d/%d invalid: %s", attempt + 1, attempts, last_problem)
                 msgs = [*messages, {"role": "assistant", "content": raw[:2000]},
                         {"role": "user", "content": "That reply was invalid: "
                          f"{last_problem[:500]}. Reply again with only a JSON object that "
                          "matches the schema."}]
                 continue
-            metrics.llm_call(self.model, "ok", time.perf_counter() - t_call,
-                             call_usage.prompt_tokens, call_usage.completion_tokens,
-                             call_usage.cost_usd)
+            took = time.perf_counter() - t_call
+            metrics.llm_call(self.model, "ok", took, call_usage.prompt_tokens,
+                             call_usage.completion_tokens, call_usage.cost_usd)
+            self._log(call, attempt + 1, "ok", started, took, call_usage)
             return LLMResult(parsed=parsed, raw_text=raw, usage=usage)
         if last_invalid:
             raise LLMReplyInvalid(f"invalid reply after {attempts} attempts: {last_problem}",
@@ -264,6 +305,22 @@ class LLMClient:
                 out["error"] = error
             self._health = (now, out)
             return out
+
+
+def _provider_name(c: LLMConfig) -> str:
+    """The provider a call goes to, as litellm names it (``openai``, ``hosted_vllm``, the
+    custom ``rcll-replay`` / ``rcll-offline``); the model string's prefix when litellm
+    does not know it."""
+    if c.model.startswith(REPLAY_PREFIX):
+        return "rcll-replay"
+    if c.model.startswith(OFFLINE_PREFIX):
+        return "rcll-offline"
+    try:
+        import litellm
+
+        return litellm.get_llm_provider(c.model, api_base=c.api_base)[1]
+    except Exception:  # a model string litellm cannot place
+        return c.model.split("/", 1)[0] if "/" in c.model else c.provider
 
 
 def _describe(exc: Exception) -> str:

@@ -11,7 +11,8 @@ configured by environment, a test, a demo), and the rest of the code only sees
                               {"error": "timeout" | "rate_limit" | "unavailable"},
                               {"content": "", "delay_s": 0.5}]}],
      "default": "echo",                                     # or "empty"
-     "echo_delay_s": 0.0}
+     "echo_delay_s": 0.0,
+     "record": false}
 
 The n-th call whose user messages contain ``match`` (first matching script wins) gets
 ``replies[n]``; past the end the last reply repeats. The call count per script is kept in
@@ -20,6 +21,9 @@ by every process. Errors are litellm's own classes (``litellm.Timeout``,
 ``litellm.RateLimitError``, ``litellm.ServiceUnavailableError``). Calls no script matches
 get the default: ``echo`` builds a valid reply from the prompt (see :func:`echo_reply`),
 ``empty`` an empty reply. Usage is estimated as characters / 4 (no tokenizer at hand).
+With ``"record": true`` every call appends one JSON line ``{"model", "messages",
+"schema"}`` to ``<file>.calls.jsonl`` (under the same lock): what the model was sent, for
+tests that check a prompt (:func:`recorded_calls`).
 """
 
 from __future__ import annotations
@@ -104,6 +108,16 @@ def echo_reply(schema_name: str, prompt: str) -> str:
     return "{}"
 
 
+def recorded_calls(path: str | Path) -> list[dict]:
+    """The calls recorded beside the script file ``path`` (``"record": true``), oldest
+    first: ``[{"model", "messages", "schema"}]``; ``[]`` when there are none."""
+    calls = Path(f"{path}.calls.jsonl")
+    if not calls.exists():
+        return []
+    return [json.loads(line) for line in calls.read_text(encoding="utf-8").splitlines()
+            if line.strip()]
+
+
 class ReplayLLM(CustomLLM):
     """litellm custom provider replaying the script at ``path`` (``None``: always echo)."""
 
@@ -135,6 +149,13 @@ class ReplayLLM(CustomLLM):
             fh.write(json.dumps(counts))
         return n
 
+    def _record(self, model: str, messages: list, schema_name: str) -> None:
+        with open(f"{self.path}.calls.jsonl", "a", encoding="utf-8") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            fh.write(json.dumps({"model": model, "messages": [
+                {"role": m.get("role"), "content": str(m.get("content") or "")}
+                for m in messages], "schema": schema_name}) + "\n")
+
     def completion(self, model, messages, api_base, custom_prompt_dict, model_response,
                    print_verbose, encoding, api_key, logging_obj, optional_params,
                    *args, **kwargs):
@@ -144,6 +165,8 @@ class ReplayLLM(CustomLLM):
         fmt = (optional_params or {}).get("response_format") or {}
         schema_name = ((fmt.get("json_schema") or {}).get("name")
                        if isinstance(fmt, dict) else None) or ""
+        if script.get("record") and self.path is not None:
+            self._record(model, messages, schema_name)
         reply: dict | None = None
         for entry in script.get("scripts", []):
             if entry.get("match") and entry["match"] in prompt:

@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from rcll.cascade import invalidation
 from rcll.llm.client import LLMError, LLMUnavailable
 from rcll.llm.prompts import extract_facts
+from rcll.llm.request_log import CallInfo
 from rcll.retain.pipeline import RetainContext
 from rcll.store import facts, item_errors, jobs
 
@@ -206,7 +207,9 @@ def run_extract(ctx: RetainContext, job_id: str) -> dict | None:
             chunk["text"], context=chunk["context"], mentioned_at=chunk["mentioned_at"],
             earlier_facts=[(f"E{k}", r["text"]) for k, r in enumerate(shown, 1)])
         try:
-            result = llm.complete_json(messages, extract_facts.ExtractionReply)
+            result = llm.complete_json(messages, extract_facts.ExtractionReply, call=CallInfo(
+                bank_id=chunk["bank_id"], operation="retain", scope="extract",
+                trace_id=str(job_id), document_id=chunk["external_id"]))
         except LLMError as exc:
             unavailable_in_row = unavailable_in_row + 1 if isinstance(exc, LLMUnavailable) else 0
             raw = getattr(exc, "raw_reply", None)

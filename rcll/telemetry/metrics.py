@@ -100,6 +100,10 @@ LLM_ERRORS = Counter(
 LLM_SECONDS = Histogram(
     "rcll_llm_call_duration_seconds", "One LLM call, seconds.", ["model"],
     buckets=LATENCY_BUCKETS)
+LLM_LOG_DROPPED = Counter(
+    "rcll_llm_request_log_dropped_total",
+    "LLM request log entries not written, by reason (queue_full: the writer could not keep "
+    "up; write_failed: the database refused or was away; error).", ["reason"])
 
 
 OVERLOADED = Counter(
@@ -174,3 +178,8 @@ def llm_call(model: str, outcome: str, seconds: float, prompt_tokens: int = 0,
         LLM_COST.labels(model).inc(cost_usd)
     if error is not None:
         LLM_ERRORS.labels(model, error).inc()
+
+
+def llm_request_log_dropped(reason: str, n: int = 1) -> None:
+    """``n`` request log entries dropped for ``reason`` (queue_full, write_failed, error)."""
+    LLM_LOG_DROPPED.labels(reason).inc(n)

@@ -16,7 +16,7 @@ Revises: 0026
 from alembic import op
 
 revision = "0030"
-down_revision = "0026"
+down_revision = "0029"
 branch_labels = None
 depends_on = None
 
