@@ -1,0 +1,105 @@
+"""The embedder on torch, onnxruntime fp32 and onnxruntime int8, on the same passages in one
+run: raw throughput (texts/s) and the cosine of each ONNX vector to torch's.
+
+    cd <checkout> && HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/onnx_embedder.py \
+        [--texts 1024] [--batch 32] [--threads 1] [--rounds 3] \
+        [--out benchmarks/results/onnx_embedder.json]
+
+Passages: the first ``--texts`` LoCoMo turns (``../shared/data/locomo``; one unit per turn,
+as the service embeds them), cut into batches of ``--batch`` in input order (no token
+batching: every runtime pads the same batches). Each runtime loads once (the ONNX export is
+made, or reused, under ``--state-dir`` before timing), embeds one warm-up batch, then
+``--rounds`` timed passes over all passages, the runtimes interleaved in each round; the
+figure is the median pass. ``--threads``: torch intra-op threads and onnxruntime intra-op
+threads alike (the service's RCLL_TORCH_THREADS / RCLL_ONNX_THREADS default is 1).
+Prints one line per runtime: median texts/s, its range, the ratio to torch, and the min and
+mean cosine to torch's vectors over every passage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def passages(data: Path, n: int) -> list[str]:
+    from rcll.eval.datasets import load_locomo
+
+    ds = load_locomo(data)
+    return [it["content"] for items in ds.banks.values() for it in items][:n]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "locomo"))
+    ap.add_argument("--texts", type=int, default=1024)
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--state-dir", default=str(ROOT / ".rcll-bench" / "onnx_embedder"))
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+
+    from rcll.models import threads
+    from rcll.models.embedder import SentenceTransformerEmbedder
+    from rcll.models.onnx_runtime import OnnxEmbedder
+
+    threads.configure(args.threads)
+    texts = passages(Path(args.data), args.texts)
+    tokens = None
+    models = {"torch": SentenceTransformerEmbedder("all-MiniLM-L6-v2", args.batch)}
+    for p in ("fp32", "int8"):
+        t0 = time.perf_counter()
+        models[f"onnx-{p}"] = OnnxEmbedder("all-MiniLM-L6-v2", Path(args.state_dir), p,
+                                           threads=args.threads, batch_size=args.batch)
+        print(f"onnx {p}: ready in {time.perf_counter() - t0:.1f} s "
+              f"({models[f'onnx-{p}'].path.name})", file=sys.stderr)
+    tokens = models["onnx-fp32"].token_lengths(texts)
+    for m in models.values():
+        m.embed(texts[:args.batch])
+    times: dict[str, list[float]] = {k: [] for k in models}
+    vectors: dict[str, np.ndarray] = {}
+    for r in range(args.rounds):
+        order = list(models) if r % 2 == 0 else list(models)[::-1]
+        for name in order:
+            t0 = time.perf_counter()
+            vectors[name] = models[name].embed(texts)
+            times[name].append(time.perf_counter() - t0)
+    ref = vectors["torch"]
+    rows = {}
+    base = len(texts) / statistics.median(times["torch"])
+    print(f"{len(texts)} LoCoMo turns (tokens mean {np.mean(tokens):.1f}, max {max(tokens)}), "
+          f"batch {args.batch}, {args.threads} thread(s), {args.rounds} rounds, "
+          f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")
+    for name, ts in times.items():
+        rates = [len(texts) / t for t in ts]
+        cos = (vectors[name] * ref).sum(axis=1)
+        rate = len(texts) / statistics.median(ts)
+        rows[name] = {"texts_per_s": round(rate, 1), "min": round(min(rates), 1),
+                      "max": round(max(rates), 1), "ratio_to_torch": round(rate / base, 2),
+                      "cosine_min": round(float(cos.min()), 4),
+                      "cosine_mean": round(float(cos.mean()), 4),
+                      "stamp": models[name].stamp}
+        print(f"  {name:9s} {rate:7.1f} texts/s (range {min(rates):.1f}-{max(rates):.1f}), "
+              f"x{rate / base:.2f} torch; cosine to torch min {cos.min():.4f} "
+              f"mean {cos.mean():.4f}; stamp {models[name].stamp}")
+    if args.out:
+        Path(args.out).write_text(json.dumps(
+            {"runtimes": rows, "texts": len(texts), "batch": args.batch, "threads": args.threads,
+             "rounds": args.rounds, "tokens_mean": float(np.mean(tokens)),
+             "load_avg": os.getloadavg()[0], "cores": os.cpu_count(),
+             "when": time.strftime("%Y-%m-%d %H:%M:%S")}, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
