@@ -129,7 +129,9 @@ class Services:
         from rcll.models import threads
 
         threads.configure(s.torch_threads)
-        return RerankerHandle(s.reranker_model, allow_untrained=s.reranker_allow_untrained)
+        return RerankerHandle(s.reranker_model, allow_untrained=s.reranker_allow_untrained,
+                              runtime=s.reranker_runtime, precision=s.reranker_precision,
+                              onnx_threads=s.onnx_threads, state_dir=s.state_dir)
 
     @cached_property
     def redis(self):

@@ -1,5 +1,6 @@
-"""The sentence embedder on onnxruntime: the bundled weights exported to ONNX on this machine,
-cached in the state folder, in fp32 or dynamically quantised int8.
+"""The sentence embedder and the cross-encoder on onnxruntime: the bundled (or any local)
+weights exported to ONNX on this machine, cached in the state folder, in fp32 or dynamically
+quantised int8.
 
 Nothing is downloaded: the export reads the same local weights sentence-transformers loads
 (:func:`rcll.models.embedder.resolve_model_path`), traces the transformer with torch's ONNX
@@ -19,6 +20,11 @@ sentence-transformers' ``Pooling`` and ``Normalize`` modules compute them. fp32 
 torch vectors back (cosine >= 0.999, ``tests/models/test_onnx_runtime.py``); int8 gives
 other vectors, so it stores them under its own stamp
 (:func:`rcll.models.embedder.embedder_stamp`).
+
+The cross-encoder (:class:`OnnxCrossEncoder`) is the sequence-classification model
+sentence-transformers' ``CrossEncoder`` builds, exported with its ``logits`` under
+``<model>-ce-<key>/``; its activation, window and untrained-head check are recorded at
+export, and scores equal ``CrossEncoder.predict``'s in fp32.
 
 ``InferenceSession.run`` releases the GIL and is safe to call from several threads at once,
 so this embedder takes no process-wide lock: concurrent recalls of one process embed in
@@ -74,15 +80,22 @@ def export_key(model_dir: Path) -> str:
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:12]
 
 
-def export_dir(state_dir: Path, model_name: str) -> Path:
-    """``<state_dir>/onnx/<model slug>-<export_key>``: where the exports of ``model_name``
-    live. Raises ``FileNotFoundError`` when the model resolves to no local folder with
-    weights (a hub id not in the local cache: there is nothing to export from)."""
+KINDS = ("embedder", "cross-encoder")
+
+
+def export_dir(state_dir: Path, model_name: str, kind: str = "embedder") -> Path:
+    """``<state_dir>/onnx/<model slug>-<export_key>`` (``-ce-`` before the key for a
+    cross-encoder): where the exports of ``model_name`` as ``kind`` live. Raises
+    ``FileNotFoundError`` when the model resolves to no local folder with weights (a hub id
+    not in the local cache: there is nothing to export from)."""
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, not {kind!r}")
     model_dir = Path(resolve_model_path(model_name))
     if not model_dir.is_dir():
         raise FileNotFoundError(f"{model_name}: no local model folder to export from")
     slug = re.sub(r"[^A-Za-z0-9._-]+", "_", model_name.strip("/").split("/")[-1])[:60]
-    return Path(state_dir) / "onnx" / f"{slug}-{export_key(model_dir)}"
+    mid = "-ce" if kind == "cross-encoder" else ""
+    return Path(state_dir) / "onnx" / f"{slug}{mid}-{export_key(model_dir)}"
 
 
 def _atomic_target(dest: Path) -> Path:
@@ -91,24 +104,22 @@ def _atomic_target(dest: Path) -> Path:
     return Path(tmp)
 
 
-def _export_fp32(model_dir: Path, dest: Path) -> None:
-    """Trace the transformer of ``model_dir`` (``last_hidden_state`` out, batch and sequence
-    axes dynamic) into ``dest``. Needs torch and transformers."""
+def _trace(model, output: str, dest: Path) -> None:
+    """Export ``model`` (a transformers model taking ``input_ids``, ``attention_mask``,
+    ``token_type_ids``; ``output`` the attribute of its output to keep) into ``dest``,
+    batch and sequence axes dynamic. Needs torch."""
     import warnings
 
     import torch
-    from transformers import AutoModel
 
-    model = AutoModel.from_pretrained(str(model_dir), attn_implementation="eager").eval()
-
-    class _Encoder(torch.nn.Module):  # keyword arguments: transformers' positional order moved
+    class _Wrapped(torch.nn.Module):  # keyword arguments: transformers' positional order moved
         def __init__(self, inner):
             super().__init__()
             self.inner = inner
 
         def forward(self, input_ids, attention_mask, token_type_ids):
-            return self.inner(input_ids=input_ids, attention_mask=attention_mask,
-                              token_type_ids=token_type_ids).last_hidden_state
+            return getattr(self.inner(input_ids=input_ids, attention_mask=attention_mask,
+                                      token_type_ids=token_type_ids), output)
 
     ids = torch.ones(2, 8, dtype=torch.long)
     tmp = _atomic_target(dest)
@@ -116,14 +127,48 @@ def _export_fp32(model_dir: Path, dest: Path) -> None:
         with warnings.catch_warnings(), torch.no_grad():
             warnings.simplefilter("ignore")
             torch.onnx.export(
-                _Encoder(model), (ids, ids, torch.zeros_like(ids)), str(tmp),
-                input_names=list(_INPUTS), output_names=["last_hidden_state"],
-                dynamic_axes={k: {0: "batch", 1: "sequence"}
-                              for k in (*_INPUTS, "last_hidden_state")},
+                _Wrapped(model.eval()), (ids, ids, torch.zeros_like(ids)), str(tmp),
+                input_names=list(_INPUTS), output_names=[output],
+                dynamic_axes={k: {0: "batch", 1: "sequence"} for k in (*_INPUTS, output)},
                 opset_version=17, dynamo=False)
         os.replace(tmp, dest)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def _export_fp32(model_dir: Path, dest: Path) -> dict:
+    """The transformer of ``model_dir`` (``last_hidden_state`` out) into ``dest``. Needs
+    torch and transformers. Returns ``{}`` (nothing to remember beside the file)."""
+    from transformers import AutoModel
+
+    _trace(AutoModel.from_pretrained(str(model_dir), attn_implementation="eager"),
+           "last_hidden_state", dest)
+    return {}
+
+
+def _export_cross_encoder(model_dir: Path, dest: Path) -> dict:
+    """The cross-encoder sentence-transformers builds from ``model_dir`` (its
+    sequence-classification model, ``logits`` out) into ``dest``, and what scoring needs
+    beside it: ``{"activation": "sigmoid" | "identity", "max_length", "untrained"}``
+    (``untrained``: :func:`rcll.models.reranker.head_problems` — a freshly initialised head
+    is exported as it was drawn, and flagged). Raises ``ValueError`` for an activation other
+    than sigmoid or identity."""
+    from sentence_transformers import CrossEncoder
+
+    from rcll.models.reranker import head_problems
+
+    ce = CrossEncoder(str(model_dir), device="cpu")
+    hf = ce[0].model
+    name = type(ce.activation_fn).__name__.lower()
+    if name not in ("sigmoid", "identity"):
+        raise ValueError(f"cross-encoder activation {type(ce.activation_fn).__name__} "
+                         "is not supported on onnx")
+    hf.config._attn_implementation = "eager"
+    _trace(hf, "logits", dest)
+    cap = min(int(ce.tokenizer.model_max_length),
+              int(getattr(hf.config, "max_position_embeddings", 512) or 512))
+    return {"activation": name, "max_length": cap,
+            "untrained": head_problems(str(model_dir), hf.config)}
 
 
 def _quantize_int8(src: Path, dest: Path) -> None:
@@ -141,37 +186,50 @@ def _quantize_int8(src: Path, dest: Path) -> None:
 
 
 def ensure_export(model_name: str, state_dir: Path, precision: str = "fp32",
-                  lock_timeout_s: float = 600) -> Path:
-    """The ONNX file of ``model_name`` at ``precision`` (``fp32`` | ``int8``), exported now
-    when the cache has none. Concurrent callers (threads or processes) serialise on a file
+                  lock_timeout_s: float = 600, kind: str = "embedder") -> Path:
+    """The ONNX file of ``model_name`` as ``kind`` (``embedder`` | ``cross-encoder``) at
+    ``precision`` (``fp32`` | ``int8``), exported now when the cache has none; its folder's
+    ``export.json`` records the model, the files and (cross-encoder) how to score
+    (:func:`export_info`). Concurrent callers (threads or processes) serialise on a file
     lock in the export folder; the second finds the first's files and exports nothing.
-    Raises ``ValueError`` for an unknown precision, ``FileNotFoundError`` for a model with
-    no local weights, ``filelock.Timeout`` after ``lock_timeout_s``, and what the exporter
-    raises for a model it cannot trace."""
+    Raises ``ValueError`` for an unknown precision or kind, ``FileNotFoundError`` for a
+    model with no local weights, ``filelock.Timeout`` after ``lock_timeout_s``, and what the
+    exporter raises for a model it cannot trace."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, not {precision!r}")
     from filelock import FileLock
 
-    folder = export_dir(state_dir, model_name)
+    folder = export_dir(state_dir, model_name, kind)
     dest = folder / f"model.{precision}.onnx"
-    if dest.exists():
+    if dest.exists() and (folder / "export.json").exists():
         return dest
     folder.mkdir(parents=True, exist_ok=True)
     with FileLock(str(folder / ".export.lock"), timeout=lock_timeout_s):
-        if dest.exists():  # another process exported while this one waited
+        if dest.exists() and (folder / "export.json").exists():  # exported meanwhile
             return dest
         model_dir = Path(resolve_model_path(model_name))
         fp32 = folder / "model.fp32.onnx"
-        if not fp32.exists():
+        meta_path = folder / "export.json"
+        meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+        if not fp32.exists() or not meta:
             log.info("exporting %s to ONNX in %s", model_name, folder)
-            _export_fp32(model_dir, fp32)
-        if precision == "int8":
+            export = _export_cross_encoder if kind == "cross-encoder" else _export_fp32
+            meta = {"model": model_name, "kind": kind, "source": str(model_dir),
+                    "export_version": EXPORT_VERSION, **export(model_dir, fp32)}
+        if precision == "int8" and not dest.exists():
             log.info("quantising %s to int8", model_name)
             _quantize_int8(fp32, dest)
-        (folder / "export.json").write_text(json.dumps(
-            {"model": model_name, "source": str(model_dir), "export_version": EXPORT_VERSION,
-             "files": sorted(p.name for p in folder.glob("model.*.onnx"))}, indent=1))
+        meta["files"] = sorted(p.name for p in folder.glob("model.*.onnx"))
+        tmp = _atomic_target(meta_path)
+        tmp.write_text(json.dumps(meta, indent=1))
+        os.replace(tmp, meta_path)
     return dest
+
+
+def export_info(path: Path) -> dict:
+    """The ``export.json`` beside an exported file (``model``, ``kind``, ``files``; for a
+    cross-encoder ``activation``, ``max_length``, ``untrained``)."""
+    return json.loads((Path(path).parent / "export.json").read_text())
 
 
 def load_tokenizer(model_dir: Path, max_length: int):
@@ -268,3 +326,46 @@ class OnnxEmbedder:
         """Tokens the model reads of each text (special tokens included, capped at its
         window): what one text adds to a batch's padded size."""
         return [sum(e.attention_mask) for e in self._tok.encode_batch(texts)]
+
+
+class OnnxCrossEncoder:
+    """A sentence-transformers cross-encoder on onnxruntime, the interface of
+    :class:`rcll.models.reranker.CrossEncoderReranker`: ``score(query, texts, batch_size)``
+    → one float per text, the model's first logit after its default activation (what
+    ``CrossEncoder.predict`` returns); ``untrained`` the head parameters the checkpoint
+    lacked (recorded at export). Pairs are tokenized by the model's ``tokenizer.json``
+    (``longest_first`` truncation to ``max_length``, default the model's window). No
+    process-wide lock: ``InferenceSession.run`` is thread-safe and releases the GIL.
+    Raises at construction what :func:`ensure_export` raises."""
+
+    runtime = "onnx"
+
+    def __init__(self, model_name: str, state_dir: Path, precision: str = "fp32",
+                 threads: int = 1, max_length: int | None = None):
+        self.model_name = model_name
+        self.precision = precision
+        self.path = ensure_export(model_name, Path(state_dir), precision, kind="cross-encoder")
+        info = export_info(self.path)
+        self.untrained = list(info.get("untrained") or [])
+        self.activation = info["activation"]
+        self.max_length = int(max_length or info["max_length"])
+        self._tok = load_tokenizer(Path(resolve_model_path(model_name)), self.max_length)
+        self._session = session(self.path, threads)
+        self._inputs = {i.name for i in self._session.get_inputs()}
+
+    def score(self, query: str, texts, batch_size: int = 16) -> list[float]:
+        """Scores of ``(query, text)`` for each of ``texts``, in order (``[]`` for none)."""
+        texts = list(texts)
+        out: list[float] = []
+        for a in range(0, len(texts), max(1, batch_size)):
+            enc = self._tok.encode_batch([(query, t) for t in texts[a:a + batch_size]])
+            feed = {"input_ids": np.asarray([e.ids for e in enc], dtype=np.int64),
+                    "attention_mask": np.asarray([e.attention_mask for e in enc], dtype=np.int64),
+                    "token_type_ids": np.asarray([e.type_ids for e in enc], dtype=np.int64)}
+            logits = self._session.run(None, {k: v for k, v in feed.items()
+                                              if k in self._inputs})[0]
+            first = logits.reshape(len(enc), -1)[:, 0].astype(np.float64)
+            if self.activation == "sigmoid":
+                first = 1.0 / (1.0 + np.exp(-first))
+            out.extend(float(x) for x in first)
+        return out

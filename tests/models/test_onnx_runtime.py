@@ -207,3 +207,52 @@ def test_recall_through_the_api_on_onnx_int8(settings, services, client):
         assert "sunrise" in _recall(client, torch_bank, "painting at the lake")["results"][0]["text"]
     finally:
         svc.close()
+
+
+# --- the cross-encoder ---------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def ce_checkpoint(tmp_path_factory) -> str:
+    """A cross-encoder checkpoint with its head saved (the bundled weights plus the head
+    sentence-transformers drew for them): torch and onnx then load the same parameters."""
+    from sentence_transformers import CrossEncoder
+
+    from rcll.models.embedder import resolve_model_path
+
+    out = tmp_path_factory.mktemp("ce") / "checkpoint"
+    CrossEncoder(resolve_model_path(MODEL), device="cpu").save_pretrained(str(out))
+    return str(out)
+
+
+def test_cross_encoder_on_onnx_scores_as_torch(ce_checkpoint, state):
+    from rcll.models.onnx_runtime import OnnxCrossEncoder
+    from rcll.models.reranker import CrossEncoderReranker
+
+    query = "when does the night train leave"
+    texts = TEXTS[:12]  # empty, unicode, and pairs longer than the 512-token window
+    ref = CrossEncoderReranker(ce_checkpoint).score(query, texts, batch_size=4)
+    onnx = OnnxCrossEncoder(ce_checkpoint, state, "fp32")
+    assert onnx.untrained == [] and onnx.activation == "sigmoid" and onnx.max_length == 512
+    got = onnx.score(query, texts, batch_size=5)
+    assert len(got) == len(texts) and onnx.score(query, []) == []
+    np.testing.assert_allclose(got, ref, atol=1e-5)
+    q8 = OnnxCrossEncoder(ce_checkpoint, state, "int8").score(query, texts)
+    np.testing.assert_allclose(q8, ref, atol=0.02)
+    assert q8 != got
+
+
+def test_reranker_handle_on_onnx(state):
+    from rcll.models.reranker import RerankerHandle
+
+    # the bundled weights have no trained head: flagged on onnx as on torch, not used ...
+    h = RerankerHandle(MODEL, runtime="onnx", state_dir=state)
+    assert h.get() is None
+    st = h.status()
+    assert st["loaded"] and not st["usable"] and st["runtime"] == "onnx"
+    assert "classifier.weight" in st["reason"]
+    # ... unless allowed for timing
+    h = RerankerHandle(MODEL, allow_untrained=True, runtime="onnx", precision="int8",
+                       state_dir=state)
+    model = h.get()
+    assert model is not None and model.path.name == "model.int8.onnx"
+    assert len(model.score("q", ["a", "b", "c"])) == 3
