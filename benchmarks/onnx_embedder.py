@@ -14,6 +14,14 @@ figure is the median pass. ``--threads``: torch intra-op threads and onnxruntime
 threads alike (the service's RCLL_TORCH_THREADS / RCLL_ONNX_THREADS default is 1).
 Prints one line per runtime: median texts/s, its range, the ratio to torch, and the min and
 mean cosine to torch's vectors over every passage.
+
+``--pairs N`` (default 256; 0 = skip): the cross-encoder too — the bundled weights as a
+cross-encoder (its head untrained: timing only, as benchmarks/rerank_latency.py), scoring
+one LoCoMo question against the first N passages in batches of ``--pair-batch`` (16, the
+service's RCLL_RERANK_BATCH_SIZE) on torch, onnx fp32 and onnx int8: pairs/s, and the
+largest score difference to torch (the ONNX export carries its own draw of the untrained
+head, so fp32 differences here measure nothing; tests/models/test_onnx_runtime.py checks
+fp32 scores on a saved head).
 """
 
 from __future__ import annotations
@@ -46,6 +54,8 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--pairs", type=int, default=256)
+    ap.add_argument("--pair-batch", type=int, default=16)
     ap.add_argument("--state-dir", default=str(ROOT / ".rcll-bench" / "onnx_embedder"))
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
@@ -93,12 +103,44 @@ def main() -> None:
         print(f"  {name:9s} {rate:7.1f} texts/s (range {min(rates):.1f}-{max(rates):.1f}), "
               f"x{rate / base:.2f} torch; cosine to torch min {cos.min():.4f} "
               f"mean {cos.mean():.4f}; stamp {models[name].stamp}")
+    pairs = rerank(args, texts) if args.pairs > 0 else {}
     if args.out:
         Path(args.out).write_text(json.dumps(
-            {"runtimes": rows, "texts": len(texts), "batch": args.batch, "threads": args.threads,
+            {"runtimes": rows, "cross_encoder": pairs, "pairs": args.pairs,
+             "texts": len(texts), "batch": args.batch, "threads": args.threads,
              "rounds": args.rounds, "tokens_mean": float(np.mean(tokens)),
              "load_avg": os.getloadavg()[0], "cores": os.cpu_count(),
              "when": time.strftime("%Y-%m-%d %H:%M:%S")}, indent=2) + "\n")
+
+
+def rerank(args, texts: list[str]) -> dict:
+    """pairs/s of the cross-encoder on each runtime (see the module docstring)."""
+    from rcll.models.onnx_runtime import OnnxCrossEncoder
+    from rcll.models.reranker import CrossEncoderReranker
+
+    query = "What did Caroline research after the support group meeting?"
+    docs = texts[:args.pairs]
+    models = {"torch": CrossEncoderReranker("all-MiniLM-L6-v2")}
+    for p in ("fp32", "int8"):
+        models[f"onnx-{p}"] = OnnxCrossEncoder("all-MiniLM-L6-v2", Path(args.state_dir), p,
+                                               threads=args.threads)
+    for m in models.values():
+        m.score(query, docs[:args.pair_batch], args.pair_batch)
+    times: dict[str, list[float]] = {k: [] for k in models}
+    for r in range(args.rounds):
+        for name in (list(models) if r % 2 == 0 else list(models)[::-1]):
+            t0 = time.perf_counter()
+            models[name].score(query, docs, args.pair_batch)
+            times[name].append(time.perf_counter() - t0)
+    base = len(docs) / statistics.median(times["torch"])
+    rows = {}
+    print(f"cross-encoder (untrained head: timing only): {len(docs)} pairs, batch "
+          f"{args.pair_batch}, {args.threads} thread(s)")
+    for name, ts in times.items():
+        rate = len(docs) / statistics.median(ts)
+        rows[name] = {"pairs_per_s": round(rate, 1), "ratio_to_torch": round(rate / base, 2)}
+        print(f"  {name:9s} {rate:7.1f} pairs/s, x{rate / base:.2f} torch")
+    return rows
 
 
 if __name__ == "__main__":

@@ -155,7 +155,7 @@ class Settings(BaseSettings):
         "fp32", description="RCLL_EMBED_PRECISION=fp32|int8 (onnx only): int8 is the fp32 "
         "export dynamically quantised; its vectors differ, so they are stored under their own "
         "stamp (<model>#int8, Settings.embedder_stamp): a bank embedded at one precision has "
-        "no vectors for the other until `rcll reindex`.")
+        "no vectors for the other until `rcll embeddings rebuild`.")
     onnx_threads: int = Field(1, ge=0, description="RCLL_ONNX_THREADS: onnxruntime intra-op "
                               "threads per forward pass (embedder, reranker); 0 = one per core.")
     query_batch_wait_ms: float = Field(

@@ -336,7 +336,8 @@ def embeddings() -> None:
 @embeddings.command("rebuild")
 @click.option("--bank", default=None, help="Only this bank (default: every bank).")
 def embeddings_rebuild(bank: str | None) -> None:
-    """Embed every unit lacking a vector for the current model and input stamp."""
+    """Embed every unit lacking a vector for the current embedder stamp (model, and
+    #int8 for int8 on onnx) and input stamp."""
     from rich.progress import Progress
 
     from rcll.bootstrap import bootstrap
