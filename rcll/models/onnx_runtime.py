@@ -232,10 +232,11 @@ def export_info(path: Path) -> dict:
     return json.loads((Path(path).parent / "export.json").read_text())
 
 
-def load_tokenizer(model_dir: Path, max_length: int):
+def load_tokenizer(model_dir: Path, max_length: int, pad: bool = True):
     """The model's ``tokenizer.json`` (``tokenizers``) truncating to ``max_length`` tokens
-    (special ones included) and padding to a batch's longest text: the token ids
-    sentence-transformers feeds the model. Raises ``FileNotFoundError`` without the file."""
+    (special ones included) and, with ``pad``, padding to a batch's longest text: the token
+    ids sentence-transformers feeds the model. ``tok.pad_id`` is the padding id. Raises
+    ``FileNotFoundError`` without the file."""
     from tokenizers import Tokenizer
 
     path = model_dir / "tokenizer.json"
@@ -244,9 +245,27 @@ def load_tokenizer(model_dir: Path, max_length: int):
     tok = Tokenizer.from_file(str(path))
     tok.enable_truncation(max_length=max_length)
     pad_id = tok.token_to_id("[PAD]")
-    tok.enable_padding(pad_id=pad_id if pad_id is not None else 0,
-                       pad_token="[PAD]" if pad_id is not None else "<pad>")
-    return tok
+    pad_id, pad_token = (pad_id, "[PAD]") if pad_id is not None else (0, "<pad>")
+    if pad:
+        tok.enable_padding(pad_id=pad_id, pad_token=pad_token)
+    else:
+        tok.no_padding()
+    return tok, pad_id
+
+
+def padded(encodings, pad_id: int) -> dict[str, np.ndarray]:
+    """``{"input_ids", "attention_mask", "token_type_ids"}`` int64 arrays of unpadded
+    ``encodings``, right-padded (``pad_id``, mask 0, type 0) to the longest."""
+    width = max(len(e.ids) for e in encodings)
+    ids = np.full((len(encodings), width), pad_id, dtype=np.int64)
+    mask = np.zeros((len(encodings), width), dtype=np.int64)
+    types = np.zeros((len(encodings), width), dtype=np.int64)
+    for row, e in enumerate(encodings):
+        n = len(e.ids)
+        ids[row, :n] = e.ids
+        mask[row, :n] = 1
+        types[row, :n] = e.type_ids
+    return {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
 
 
 def session(path: Path, threads: int):
@@ -293,39 +312,36 @@ class OnnxEmbedder:
         model_dir = Path(resolve_model_path(model_name))
         self.max_length = model_window(model_dir) or 512
         self.path = ensure_export(model_name, Path(state_dir), precision)
-        self._tok = load_tokenizer(model_dir, self.max_length)
+        self._tok, self._pad_id = load_tokenizer(model_dir, self.max_length, pad=False)
         self._session = session(self.path, threads)
         self._inputs = {i.name for i in self._session.get_inputs()}
-        self.dim = int(self._encode(["dimension probe"]).shape[1])
+        self.dim = int(self._run(self._tok.encode_batch(["dimension probe"])).shape[1])
 
     def embed(self, texts: list[str]) -> np.ndarray:
+        """Unit-norm vectors of ``texts`` (float32 (n, dim), input order). Texts are
+        tokenized once, sorted longest first and cut into batches of ``batch_size`` texts
+        and, with ``batch_tokens`` > 0, that many padded tokens
+        (:func:`rcll.models.batching.token_batches`): like texts share a batch, as
+        sentence-transformers' length sort does, so little is padded."""
         with metrics.embed_call(len(texts)):
             if not texts:
                 return np.empty((0, self.dim), dtype=np.float32)
+            enc = self._tok.encode_batch(texts)
             out = np.empty((len(texts), self.dim), dtype=np.float32)
-            if self.batch_tokens > 0 and len(texts) > 1:
-                groups = token_batches(self.token_lengths(texts), self.batch_tokens,
-                                       self.batch_size)
-            else:
-                groups = [list(range(i, min(i + self.batch_size, len(texts))))
-                          for i in range(0, len(texts), self.batch_size)]
-            for idx in groups:
-                out[idx] = self._encode([texts[i] for i in idx])
+            for idx in token_batches([len(e.ids) for e in enc], self.batch_tokens,
+                                     self.batch_size):
+                out[idx] = self._run([enc[i] for i in idx])
             return out
 
-    def _encode(self, texts: list[str]) -> np.ndarray:
-        enc = self._tok.encode_batch(texts)
-        ids = np.asarray([e.ids for e in enc], dtype=np.int64)
-        mask = np.asarray([e.attention_mask for e in enc], dtype=np.int64)
-        feed = {"input_ids": ids, "attention_mask": mask,
-                "token_type_ids": np.zeros_like(ids)}
+    def _run(self, encodings) -> np.ndarray:
+        feed = padded(encodings, self._pad_id)
         hidden = self._session.run(None, {k: v for k, v in feed.items() if k in self._inputs})[0]
-        return mean_pool_normalise(hidden, mask)
+        return mean_pool_normalise(hidden, feed["attention_mask"])
 
     def token_lengths(self, texts: list[str]) -> list[int]:
         """Tokens the model reads of each text (special tokens included, capped at its
         window): what one text adds to a batch's padded size."""
-        return [sum(e.attention_mask) for e in self._tok.encode_batch(texts)]
+        return [len(e.ids) for e in self._tok.encode_batch(texts)]
 
 
 class OnnxCrossEncoder:
@@ -349,23 +365,24 @@ class OnnxCrossEncoder:
         self.untrained = list(info.get("untrained") or [])
         self.activation = info["activation"]
         self.max_length = int(max_length or info["max_length"])
-        self._tok = load_tokenizer(Path(resolve_model_path(model_name)), self.max_length)
+        self._tok, self._pad_id = load_tokenizer(Path(resolve_model_path(model_name)),
+                                                 self.max_length, pad=False)
         self._session = session(self.path, threads)
         self._inputs = {i.name for i in self._session.get_inputs()}
 
     def score(self, query: str, texts, batch_size: int = 16) -> list[float]:
-        """Scores of ``(query, text)`` for each of ``texts``, in order (``[]`` for none)."""
+        """Scores of ``(query, text)`` for each of ``texts``, in order (``[]`` for none);
+        pairs are batched longest first, as ``CrossEncoder.predict`` sorts them."""
         texts = list(texts)
-        out: list[float] = []
-        for a in range(0, len(texts), max(1, batch_size)):
-            enc = self._tok.encode_batch([(query, t) for t in texts[a:a + batch_size]])
-            feed = {"input_ids": np.asarray([e.ids for e in enc], dtype=np.int64),
-                    "attention_mask": np.asarray([e.attention_mask for e in enc], dtype=np.int64),
-                    "token_type_ids": np.asarray([e.type_ids for e in enc], dtype=np.int64)}
+        if not texts:
+            return []
+        enc = self._tok.encode_batch([(query, t) for t in texts])
+        out = np.empty(len(texts), dtype=np.float64)
+        for idx in token_batches([len(e.ids) for e in enc], 0, max(1, batch_size)):
+            feed = padded([enc[i] for i in idx], self._pad_id)
             logits = self._session.run(None, {k: v for k, v in feed.items()
                                               if k in self._inputs})[0]
-            first = logits.reshape(len(enc), -1)[:, 0].astype(np.float64)
-            if self.activation == "sigmoid":
-                first = 1.0 / (1.0 + np.exp(-first))
-            out.extend(float(x) for x in first)
-        return out
+            out[idx] = logits.reshape(len(idx), -1)[:, 0]
+        if self.activation == "sigmoid":
+            out = 1.0 / (1.0 + np.exp(-out))
+        return [float(x) for x in out]
