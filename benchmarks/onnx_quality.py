@@ -11,7 +11,8 @@ its own ``--state-dir`` and ``--port``).
         --runtime onnx --precision int8 --out benchmarks/results/onnx_quality_locomo_int8.json
 
 ``--questions N``: LongMemEval's first N questions only (each is a bank of its own, so the
-ingest shrinks with them); 0 = all.
+ingest shrinks with them), after skipping ``--offset`` of them; 0 = all. Several runs over
+disjoint ranges are merged by ``--merge a.json,b.json`` (means weighted by scored questions).
 """
 
 from __future__ import annotations
@@ -35,10 +36,18 @@ def main() -> None:
     ap.add_argument("--runtime", choices=("torch", "onnx"), default="torch")
     ap.add_argument("--precision", choices=("fp32", "int8"), default="fp32")
     ap.add_argument("--questions", type=int, default=0)
+    ap.add_argument("--offset", type=int, default=0)
+    ap.add_argument("--merge", default=None, help="comma-separated result files to merge")
     ap.add_argument("--state-dir", default=None)
     ap.add_argument("--port", type=int, default=55481)
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
+    if args.merge:
+        merged = merge([json.loads(Path(f).read_text()) for f in args.merge.split(",")])
+        print(json.dumps(merged, indent=1))
+        if args.out:
+            Path(args.out).write_text(json.dumps(merged, indent=1) + "\n")
+        return
     # Settings read the environment: the scratch database's settings get this configuration
     os.environ["RCLL_EMBED_RUNTIME"] = args.runtime
     os.environ["RCLL_EMBED_PRECISION"] = args.precision
@@ -58,9 +67,11 @@ def main() -> None:
     else:
         ds = load_longmemeval(args.data or data / "longmemeval" / "longmemeval_s_dev60.json.gz")
         ks, metrics = LONGMEMEVAL_KS, ALL_METRICS
-    questions = ds.questions[:args.questions] if args.questions > 0 else ds.questions
+    questions = ds.questions[args.offset:]
+    questions = questions[:args.questions] if args.questions > 0 else questions
     banks = {q.bank_id for q in questions}
-    tag = f"{args.dataset}_{args.runtime}_{args.precision}"
+    tag = f"{args.dataset}_{args.runtime}_{args.precision}" + (f"_{args.offset}" if args.offset
+                                                               else "")
     state = Path(args.state_dir or ROOT / ".rcll-bench" / f"onnx_quality_{tag}")
     svc = services(state, args.port, False, name=f"q_{tag}")
     emb = svc.embedder.get()
@@ -92,13 +103,32 @@ def main() -> None:
             print(f"  {i}/{len(questions)}", file=sys.stderr, flush=True)
     agg = aggregate(records)
     out = {"dataset": args.dataset, "runtime": args.runtime, "precision": args.precision,
-           "stamp": emb.stamp, "questions": len(records), "of_questions": len(ds.questions),
+           "stamp": emb.stamp, "questions": len(records), "offset": args.offset,
+           "of_questions": len(ds.questions),
            "items": units, "ingest_s": round(ingest_s, 1), "recipes": dict(recipes),
-           "turn": agg["turn"], "session": agg["session"]}
+           "n_scored": agg["n_scored"], "turn": agg["turn"], "session": agg["session"]}
     print(json.dumps(out, indent=1))
     if args.out:
         Path(args.out).write_text(json.dumps(out, indent=1) + "\n")
     svc.close()
+
+
+def merge(parts: list[dict]) -> dict:
+    """One result from runs over disjoint question ranges of one configuration: turn and
+    session means weighted by each run's scored questions at that level (``n_scored``: a
+    level's mean is over the questions that have gold there)."""
+    n = sum(p["questions"] for p in parts)
+    out = {k: parts[0][k] for k in ("dataset", "runtime", "precision", "stamp", "of_questions")}
+    out.update(questions=n, items=sum(p["items"] for p in parts),
+               ingest_s=round(sum(p["ingest_s"] for p in parts), 1),
+               ranges=[[p.get("offset", 0), p.get("offset", 0) + p["questions"]] for p in parts])
+    out["n_scored"] = {}
+    for level in ("turn", "session"):
+        w = [p.get("n_scored", {}).get(level, p["questions"]) for p in parts]
+        out["n_scored"][level] = sum(w)
+        out[level] = {k: sum(p[level][k] * x for p, x in zip(parts, w, strict=True)) / sum(w)
+                      for k in parts[0][level]}
+    return out
 
 
 if __name__ == "__main__":
