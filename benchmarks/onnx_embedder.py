@@ -18,6 +18,11 @@ threads alike (the service's RCLL_TORCH_THREADS / RCLL_ONNX_THREADS default is 1
 Prints one line per runtime: median texts/s, its range, the ratio to torch, and the min and
 mean cosine to torch's vectors over every passage.
 
+``--queries N`` (default 400; 0 = skip): one-text calls, as a recall embeds its query —
+the first N LoCoMo questions split over 1, 2 and 4 threads calling ``embed([q])`` at once
+(torch's embedder runs one pass at a time per process; onnxruntime's ``run`` releases the
+GIL and takes no lock): queries/s wall-clock and per CPU-second.
+
 ``--pairs N`` (default 256; 0 = skip): the cross-encoder too — the bundled weights as a
 cross-encoder (its head untrained: timing only, as benchmarks/rerank_latency.py), scoring
 one LoCoMo question against the first N passages in batches of ``--pair-batch`` (16, the
@@ -57,6 +62,7 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--queries", type=int, default=400)
     ap.add_argument("--pairs", type=int, default=256)
     ap.add_argument("--pair-batch", type=int, default=16)
     ap.add_argument("--state-dir", default=str(ROOT / ".rcll-bench" / "onnx_embedder"))
@@ -113,14 +119,45 @@ def main() -> None:
               f"x{rate / base:.2f} torch; {crate:7.1f} texts/CPU-s, x{crate / cpu_base:.2f} "
               f"torch; cosine to torch min {cos.min():.4f} "
               f"mean {cos.mean():.4f}; stamp {models[name].stamp}")
+    single = queries(args, models) if args.queries > 0 else {}
     pairs = rerank(args, texts) if args.pairs > 0 else {}
     if args.out:
         Path(args.out).write_text(json.dumps(
-            {"runtimes": rows, "cross_encoder": pairs, "pairs": args.pairs,
+            {"runtimes": rows, "queries": single, "cross_encoder": pairs, "pairs": args.pairs,
              "texts": len(texts), "batch": args.batch, "threads": args.threads,
              "rounds": args.rounds, "tokens_mean": float(np.mean(tokens)),
              "load_avg": os.getloadavg()[0], "cores": os.cpu_count(),
              "when": time.strftime("%Y-%m-%d %H:%M:%S")}, indent=2) + "\n")
+
+
+def queries(args, models: dict) -> dict:
+    """Queries/s of one-text calls from 1, 2 and 4 threads at once, per runtime."""
+    import threading
+
+    from rcll.eval.datasets import load_locomo
+
+    qs = [q.query for q in load_locomo(Path(args.data)).questions[:args.queries]]
+    out: dict[str, dict] = {}
+    print(f"one-query calls: {len(qs)} LoCoMo questions, {args.threads} intra-op thread(s)")
+    for name, m in models.items():
+        out[name] = {}
+        for n in (1, 2, 4):
+            def work(chunk, m=m):
+                for q in chunk:
+                    m.embed([q])
+
+            ts = [threading.Thread(target=work, args=(qs[i::n],)) for i in range(n)]
+            c0, t0 = time.process_time(), time.perf_counter()
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+            wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+            out[name][str(n)] = {"queries_per_s": round(len(qs) / wall, 1),
+                                 "queries_per_cpu_s": round(len(qs) / cpu, 1)}
+            print(f"  {name:9s} {n} thread(s): {len(qs) / wall:7.1f} queries/s, "
+                  f"{len(qs) / cpu:7.1f} per CPU-s")
+    return out
 
 
 def rerank(args, texts: list[str]) -> dict:

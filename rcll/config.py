@@ -147,13 +147,15 @@ class Settings(BaseSettings):
         "(rcll.models.batching.token_batches); 0 = batches of RCLL_EMBED_BATCH_SIZE only.")
     embedder_enabled: bool = True
     embed_runtime: Literal["torch", "onnx"] = Field(
-        "torch", description="RCLL_EMBED_RUNTIME=torch|onnx: what runs the embedder. onnx: "
-        "the model's local weights exported to ONNX at first use (no download), cached under "
-        "<state_dir>/onnx, run by onnxruntime (rcll.models.onnx_runtime; "
-        "docs/decisions/0022-onnx-embedder.md); an fp32 export that fails falls back to torch.")
+        "onnx", description="RCLL_EMBED_RUNTIME=onnx|torch: what runs the embedder. onnx "
+        "(default): the model's local weights exported to ONNX at first use (no download), "
+        "cached under <state_dir>/onnx, run by onnxruntime (rcll.models.onnx_runtime); at fp32 "
+        "its vectors are torch's, and an export that fails falls back to torch "
+        "(docs/decisions/0022-onnx-embedder.md).")
     embed_precision: Literal["fp32", "int8"] = Field(
         "fp32", description="RCLL_EMBED_PRECISION=fp32|int8 (onnx only): int8 is the fp32 "
-        "export dynamically quantised; its vectors differ, so they are stored under their own "
+        "export dynamically quantised, about 2.4x faster but below torch on LongMemEval "
+        "(decision 0022); its vectors differ, so they are stored under their own "
         "stamp (<model>#int8, Settings.embedder_stamp): a bank embedded at one precision has "
         "no vectors for the other until `rcll embeddings rebuild`.")
     onnx_threads: int = Field(1, ge=0, description="RCLL_ONNX_THREADS: onnxruntime intra-op "
