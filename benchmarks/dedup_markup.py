@@ -127,7 +127,7 @@ def main() -> None:
                     r.get_json()
             print(f"bank {bank}: retained in {time.monotonic() - t0:.0f} s")
         pipeline.strip_markup = real
-        model = s.embedder_model
+        model = s.embedder_stamp
         print(f"\nscan: newest {s.dedup_window} units, pair floor {s.dedup_min_cosine}, "
               f"cluster floor {s.dedup_cluster_min_cosine}, model {model}\n")
         print(f"{'bank':5} {'units':>6} {'markup-only units':>18} {'pairs (old rule)':>17} "

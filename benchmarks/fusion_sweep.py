@@ -43,7 +43,7 @@ def main() -> None:
     with svc.pool.connection() as conn:
         for q, vec in zip(ds.questions, qvecs, strict=True):
             rq = RecallQuery(query=q.query)
-            dense = dense_candidates(conn, CallerScope(q.bank_id), vec, model=emb.model_name, limit=300,
+            dense = dense_candidates(conn, CallerScope(q.bank_id), vec, model=emb.stamp, limit=300,
                                      floor=args.floor)
             lex, _ = lexical_candidates(conn, CallerScope(q.bank_id), rq.query, limit=300, df_cutoff=0.15)
             cache.append((q, dense, lex))

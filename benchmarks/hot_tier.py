@@ -103,7 +103,7 @@ def main() -> None:
         cache.parent.mkdir(parents=True, exist_ok=True)
         np.savez(cache, U=U, Q=Q, C=cue_pool)
     hot = HotTier(svc.redis, capacity=max(CAPACITIES), prefix="bench:hot")
-    model = settings.embedder_model
+    model = settings.embedder_stamp
     print(f"\nthreshold {THRESHOLD}, limit {LIMIT}, {len(questions)} queries per cell; ms, "
           "client-side wall clock\n")
     print(f"{'units':>6} | {'hot p50':>8} {'hot p95':>8} | {'hot+chg p50':>11} {'hot+chg p95':>11}"

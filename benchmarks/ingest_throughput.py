@@ -26,7 +26,12 @@ Variants (``--variants``, comma-separated):
 - ``after``: this checkout with its defaults (``RCLL_WORKER_CONCURRENCY``,
   ``RCLL_TORCH_THREADS``);
 - ``cPtT`` (e.g. ``c1t1``, ``c3t1``, ``c1t2``): this checkout with ``P`` pool processes of
-  ``T`` torch threads.
+  ``T`` torch threads;
+- ``torch``, ``onnx-fp32``, ``onnx-int8``: this checkout with its defaults and that
+  embedder (``RCLL_EMBED_RUNTIME``, ``RCLL_EMBED_PRECISION``; the ONNX export is made in
+  ``<state-dir>`` by the warm-up, before timing).
+
+The raw embedder (the ratio's denominator) is torch's in every variant.
 
 The API (this checkout) only stores jobs and is the same for every variant. Every stage
 runs (chunk, extract — a no-op in chunk mode —, entities, embed, link). Prints one line per
@@ -99,7 +104,13 @@ def raw_embedder(texts: list[str], procs: int, threads: int, batch: int, tmp: Pa
 
 
 def parse_variant(name: str, base_tree: Path, defaults) -> dict:
-    """``{"name", "tree", "concurrency", "threads"}`` for a variant name (see above)."""
+    """``{"name", "tree", "concurrency", "threads"[, "runtime", "precision"]}`` for a variant
+    name (see above)."""
+    if name in ("torch", "onnx-fp32", "onnx-int8"):
+        runtime, _, precision = name.partition("-")
+        return {"name": name, "tree": ROOT, "concurrency": defaults.worker_processes,
+                "threads": defaults.torch_threads, "runtime": runtime,
+                "precision": precision or "fp32"}
     if name == "before":
         return {"name": name, "tree": base_tree, "concurrency": 1, "threads": 0}
     if name == "after":
@@ -107,7 +118,8 @@ def parse_variant(name: str, base_tree: Path, defaults) -> dict:
                 "threads": defaults.torch_threads}
     m = re.fullmatch(r"c(\d+)t(\d+)", name)
     if not m:
-        raise SystemExit(f"unknown variant {name!r}: before, after or cPtT")
+        raise SystemExit(f"unknown variant {name!r}: before, after, cPtT, torch, onnx-fp32 "
+                         "or onnx-int8")
     return {"name": name, "tree": ROOT, "concurrency": int(m[1]), "threads": int(m[2])}
 
 
@@ -134,6 +146,9 @@ def start_worker(s, variant: dict) -> None:
     env["PYTHONPATH"] = str(variant["tree"])
     env["RCLL_WORKER_CONCURRENCY"] = str(variant["concurrency"])
     env["RCLL_TORCH_THREADS"] = str(variant["threads"])
+    for key in ("runtime", "precision"):
+        if key in variant:
+            env[f"RCLL_EMBED_{key.upper()}"] = variant[key]
     cmd = [sys.executable, "-m", "celery", "-A", "workers.celery_app", "worker",
            "--loglevel", "INFO", "--concurrency", str(variant["concurrency"]),
            "--hostname", f"bench-{variant['name']}@%h"]

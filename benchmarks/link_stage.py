@@ -48,7 +48,7 @@ CHUNK_MODE_UNITS_PER_S = 99.4  # docs/decisions/0001-evaluation-history.md: chun
 
 
 class _Emb:
-    model_name = MODEL
+    model_name = stamp = MODEL
 
     def __init__(self, table: dict[str, np.ndarray] | None = None):
         self.table = table or {}
@@ -59,7 +59,7 @@ class _Emb:
 
 class _Handle:
     def __init__(self, emb):
-        self.emb, self.error, self.model_name = emb, None, MODEL
+        self.emb, self.error, self.model_name, self.stamp = emb, None, MODEL, MODEL
 
     def get(self):
         return self.emb

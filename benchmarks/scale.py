@@ -189,7 +189,7 @@ def _copy(conn, ids, bank_of, sent, vecs, order, texts, tokens) -> None:
 class _FixedEmbedder:
     """Answers the benchmark's queries with precomputed vectors (no model time is measured)."""
 
-    model_name = MODEL
+    model_name = stamp = MODEL
 
     def __init__(self, table: dict[str, np.ndarray]):
         self.table = table
@@ -201,7 +201,7 @@ class _FixedEmbedder:
 
 class _Handle:
     def __init__(self, emb):
-        self._emb, self.error = emb, None
+        self._emb, self.error, self.stamp = emb, None, MODEL
 
     def get(self):
         return self._emb

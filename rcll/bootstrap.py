@@ -117,7 +117,9 @@ class Services:
         return EmbedderHandle(s.embedder_model, s.embed_batch_size, s.embedder_enabled,
                               expected_dim=s.embedding_dim, torch_threads=s.torch_threads,
                               query_batch_wait_s=s.query_batch_wait_ms / 1000,
-                              batch_tokens=s.embed_batch_tokens)
+                              batch_tokens=s.embed_batch_tokens, runtime=s.embed_runtime,
+                              precision=s.embed_precision, onnx_threads=s.onnx_threads,
+                              state_dir=s.state_dir)
 
     @cached_property
     def reranker(self) -> RerankerHandle:
@@ -127,7 +129,9 @@ class Services:
         from rcll.models import threads
 
         threads.configure(s.torch_threads)
-        return RerankerHandle(s.reranker_model, allow_untrained=s.reranker_allow_untrained)
+        return RerankerHandle(s.reranker_model, allow_untrained=s.reranker_allow_untrained,
+                              runtime=s.reranker_runtime, precision=s.reranker_precision,
+                              onnx_threads=s.onnx_threads, state_dir=s.state_dir)
 
     @cached_property
     def redis(self):
@@ -140,13 +144,14 @@ class Services:
     @cached_property
     def hot_tier(self):
         """Tier 1 (:class:`rcll.cascade.hot.HotTier`), ``hot_capacity`` units per bank. Its
-        keys are under ``rcll:hot:<input stamp of the embedder>``: vectors of another model
-        or embed-input version are never compared with this one's queries."""
+        keys are under ``rcll:hot:<input stamp of the embedder's stamp>``: vectors of another
+        model, precision (``Settings.embedder_stamp``) or embed-input version are never
+        compared with this one's queries."""
         from rcll.cascade.hot import HotTier
         from rcll.models.embedder import input_stamp
 
         hot = HotTier(self.redis, capacity=self.settings.hot_capacity,
-                      prefix=f"rcll:hot:{input_stamp(self.settings.embedder_model)}")
+                      prefix=f"rcll:hot:{input_stamp(self.settings.embedder_stamp)}")
         hot.replica = self.replica  # the invalidation points fence the replica too
         return hot
 
@@ -156,7 +161,7 @@ class Services:
         pool; a no-op when ``activation`` is off."""
         from rcll.cascade.after import AfterRecall
 
-        return AfterRecall(self.hot_tier, self.read_pool, self.settings.embedder_model,
+        return AfterRecall(self.hot_tier, self.read_pool, self.settings.embedder_stamp,
                            enabled=self.settings.activation)
 
     @cached_property

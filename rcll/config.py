@@ -153,6 +153,20 @@ class Settings(BaseSettings):
         "cut into batches of at most this and RCLL_EMBED_BATCH_SIZE texts "
         "(rcll.models.batching.token_batches); 0 = batches of RCLL_EMBED_BATCH_SIZE only.")
     embedder_enabled: bool = True
+    embed_runtime: Literal["torch", "onnx"] = Field(
+        "onnx", description="RCLL_EMBED_RUNTIME=onnx|torch: what runs the embedder. onnx "
+        "(default): the model's local weights exported to ONNX at first use (no download), "
+        "cached under <state_dir>/onnx, run by onnxruntime (rcll.models.onnx_runtime); at fp32 "
+        "its vectors are torch's, and an export that fails falls back to torch "
+        "(docs/decisions/0022-onnx-embedder.md).")
+    embed_precision: Literal["fp32", "int8"] = Field(
+        "fp32", description="RCLL_EMBED_PRECISION=fp32|int8 (onnx only): int8 is the fp32 "
+        "export dynamically quantised, about 2.4x faster but below torch on LongMemEval "
+        "(decision 0022); its vectors differ, so they are stored under their own "
+        "stamp (<model>#int8, Settings.embedder_stamp): a bank embedded at one precision has "
+        "no vectors for the other until `rcll embeddings rebuild`.")
+    onnx_threads: int = Field(1, ge=0, description="RCLL_ONNX_THREADS: onnxruntime intra-op "
+                              "threads per forward pass (embedder, reranker); 0 = one per core.")
     query_batch_wait_ms: float = Field(
         2, ge=0, le=100, description="> 0: concurrent one-query embeddings of a process wait "
         "this long for company, when the previous pass had company, and share one forward "
@@ -241,6 +255,12 @@ class Settings(BaseSettings):
                           "unset = no reranking. A model whose scoring head is missing or "
                           "freshly initialised is detected at load and not used "
                           "(docs/concepts/recall.md \"Reranker\").")
+    reranker_runtime: Literal["torch", "onnx"] = Field(
+        "torch", description="RCLL_RERANKER_RUNTIME=torch|onnx: what runs the cross-encoder; "
+        "onnx exports it at first use under <state_dir>/onnx (rcll.models.onnx_runtime).")
+    reranker_precision: Literal["fp32", "int8"] = Field(
+        "fp32", description="RCLL_RERANKER_PRECISION=fp32|int8 (onnx only): int8 is the fp32 "
+        "export dynamically quantised (scores move; nothing is stored from them).")
     reranker_allow_untrained: bool = Field(
         False, description="TIMING ONLY: use a cross-encoder whose scoring head is untrained "
         "(e.g. all-MiniLM-L6-v2 weights) anyway; its scores mean nothing. For "
@@ -367,6 +387,15 @@ class Settings(BaseSettings):
         "with Retry-After: 1.")
     query_cache_size: int = Field(4096, ge=0, description="Query embeddings kept in-process "
                                   "(LRU); 0 disables.")
+
+    @property
+    def embedder_stamp(self) -> str:
+        """What this configuration's vectors are stored and looked up under
+        (``memory_embeddings.model``, tier 1's key prefix, dedup, activation): the model name,
+        or ``<model>#int8`` for int8 on onnx (rcll.models.embedder.embedder_stamp)."""
+        from rcll.models.embedder import embedder_stamp
+
+        return embedder_stamp(self.embedder_model, self.embed_runtime, self.embed_precision)
 
     @property
     def db_url(self) -> str:

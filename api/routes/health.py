@@ -95,9 +95,10 @@ def readyz():
     "mode"}``;
     200 when the database and the broker answer, else 503 with ``Retry-After``. Errors are
     logged, not returned. ``checks.reranker`` is ``{ok, configured, loaded, usable, model,
-    reason}`` (``ok``: usable or not configured); it never makes the service unready, nor
-    does ``checks.hot_tier`` ``{ok, activation, breaker}`` (tier 1's Redis; ``breaker``: why
-    recall skips tier 1 right now, else null)."""
+    runtime, reason}`` (``runtime``: torch | onnx once loaded; ``ok``: usable or not
+    configured); it never makes the service unready, nor does ``checks.hot_tier``
+    ``{ok, activation, breaker}`` (tier 1's Redis; ``breaker``: why recall skips tier 1
+    right now, else null)."""
     svc = services()
     checks: dict = {"database": {"ok": _database_ok(svc)},
                     "broker": {"ok": _broker_ok(svc.settings.broker)}}

@@ -394,7 +394,7 @@ class Cascade:
             # a cold-only plan embedded inside recall(): its vector is in the query cache
             emb = self.ctx.embedder.get()
             if emb is not None:
-                vector = self.ctx.query_cache.get(emb.model_name, query)
+                vector = self.ctx.query_cache.get(emb.stamp, query)
         try:
             self.after.submit(bank_id, [r["id"] for r in results], vector, promote)
         except Exception as exc:  # never fail a recall for bookkeeping

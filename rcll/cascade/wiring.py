@@ -26,7 +26,7 @@ def build_cascade(svc, settings: CascadeSettings | None = None,
         from rcll.cascade.redis_client import make_redis
 
         hot = HotTier(make_redis(redis_url), capacity=svc.settings.hot_capacity)
-        after = AfterRecall(hot, svc.read_pool, svc.settings.embedder_model,
+        after = AfterRecall(hot, svc.read_pool, svc.settings.embedder_stamp,
                             enabled=svc.settings.activation)
     return Cascade(svc.recall_context(), hot, after if svc.settings.activation else None,
                    settings=settings or cascade_settings(svc.settings),

@@ -336,7 +336,8 @@ def embeddings() -> None:
 @embeddings.command("rebuild")
 @click.option("--bank", default=None, help="Only this bank (default: every bank).")
 def embeddings_rebuild(bank: str | None) -> None:
-    """Embed every unit lacking a vector for the current model and input stamp."""
+    """Embed every unit lacking a vector for the current embedder stamp (model, and
+    #int8 for int8 on onnx) and input stamp."""
     from rich.progress import Progress
 
     from rcll.bootstrap import bootstrap
@@ -350,12 +351,12 @@ def embeddings_rebuild(bank: str | None) -> None:
     if emb is None:
         raise click.ClickException(f"embedder unavailable: {svc.embedder.error}")
     with svc.pool.connection() as conn:
-        todo = count_missing(conn, model=emb.model_name, stamp=input_stamp(emb.model_name),
+        todo = count_missing(conn, model=emb.stamp, stamp=input_stamp(emb.stamp),
                              bank_id=bank)
     with Progress(console=console) as progress:
         task = progress.add_task("embedding", total=todo)
         n = embed_missing(ctx, bank_id=bank, on_batch=lambda k: progress.update(task, completed=k))
-    console.print(f"{n} vectors written ({emb.model_name})")
+    console.print(f"{n} vectors written ({emb.stamp})")
     svc.close()
 
 

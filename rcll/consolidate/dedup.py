@@ -35,9 +35,9 @@ class DedupSettings:
 
     @classmethod
     def from_settings(cls, settings) -> DedupSettings:
-        """From :class:`rcll.config.Settings` (``embedder_model``, ``dedup_window``,
+        """From :class:`rcll.config.Settings` (``embedder_stamp``, ``dedup_window``,
         ``dedup_min_cosine``, ``dedup_cluster_min_cosine``)."""
-        return cls(model=settings.embedder_model, window=settings.dedup_window,
+        return cls(model=settings.embedder_stamp, window=settings.dedup_window,
                    min_cosine=settings.dedup_min_cosine,
                    cluster_min_cosine=settings.dedup_cluster_min_cosine)
 

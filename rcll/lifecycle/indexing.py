@@ -42,7 +42,7 @@ def prepare(ctx: LifecycleContext, text: str) -> Prepared:
     emb = ctx.embedder.get()
     if emb is None:
         return Prepared(n, None, None, None)
-    return Prepared(n, emb.embed([text])[0], emb.model_name, input_stamp(emb.model_name))
+    return Prepared(n, emb.embed([text])[0], emb.stamp, input_stamp(emb.stamp))
 
 
 def index(conn: Connection, ctx: LifecycleContext, bank_id: str, unit_id: str, text: str,

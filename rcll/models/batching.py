@@ -58,7 +58,8 @@ class _Slot:
 
 
 class QueryBatcher:
-    """Wraps an embedder (``embed(list[str]) -> float32 (n, dim)``, ``model_name``, ``dim``)
+    """Wraps an embedder (``embed(list[str]) -> float32 (n, dim)``, ``model_name``, ``stamp``,
+    ``dim``)
     with the same interface. ``wait_s``: how long a batch's leader waits for company (only
     when the previous batch had more than one text); ``max_batch``: most texts per pass.
     ``batches``/``texts`` count what was embedded, ``waits`` how often a leader waited.
@@ -67,6 +68,8 @@ class QueryBatcher:
     def __init__(self, inner, wait_s: float = 0.002, max_batch: int = 32):
         self.inner = inner
         self.model_name = inner.model_name
+        self.stamp = getattr(inner, "stamp", inner.model_name)
+        self.runtime = getattr(inner, "runtime", None)
         self.dim = inner.dim
         self.wait_s = wait_s
         self.max_batch = max_batch

@@ -10,6 +10,7 @@ import hashlib
 import logging
 import os
 import threading
+from pathlib import Path
 from typing import Protocol
 
 import numpy as np
@@ -49,15 +50,27 @@ def embed_input(text: str, heading: str | None = None) -> str:
     return f"{heading}\n\n{text}" if heading else text
 
 
+def embedder_stamp(model: str, runtime: str = "torch", precision: str = "fp32") -> str:
+    """What vectors of ``model`` on ``runtime`` (``torch`` | ``onnx``) at ``precision``
+    (``fp32`` | ``int8``) are stored and looked up under (``memory_embeddings.model``, the
+    tier-1 key prefix, the query cache): the model name, and ``<model>#int8`` for int8 on
+    onnx, whose vectors differ from fp32's (cosine about 0.97-0.99), so a bank embedded by
+    one is never searched with the other's queries. fp32 on onnx gives the torch vectors
+    back and shares their stamp. torch ignores ``precision``."""
+    return f"{model}#int8" if runtime == "onnx" and precision == "int8" else model
+
+
 def input_stamp(model: str) -> str:
     """A short stamp of (model, embed-input version); a changed stamp forces a rebuild."""
     return hashlib.sha256(f"{model}|{EMBED_INPUT_VERSION}".encode()).hexdigest()[:16]
 
 
 class Embedder(Protocol):
-    """Turns texts into unit-norm vectors: ``embed(list[str]) -> float32 array (n, dim)``."""
+    """Turns texts into unit-norm vectors: ``embed(list[str]) -> float32 array (n, dim)``.
+    ``stamp`` (:func:`embedder_stamp`) is what its vectors are stored and looked up under."""
 
     model_name: str
+    stamp: str
     dim: int
 
     def embed(self, texts: list[str]) -> np.ndarray: ...
@@ -66,10 +79,13 @@ class Embedder(Protocol):
 class SentenceTransformerEmbedder:
     """A sentence-transformers model on the CPU; vectors are L2-normalised (cosine = dot)."""
 
+    runtime = "torch"
+
     def __init__(self, model_name: str, batch_size: int = 64, batch_tokens: int = 0):
         from sentence_transformers import SentenceTransformer
 
         self.model_name = model_name
+        self.stamp = embedder_stamp(model_name, "torch")
         self.batch_size = batch_size
         self.batch_tokens = batch_tokens  # > 0: rcll.models.batching.token_batches
         self._model = SentenceTransformer(resolve_model_path(model_name), device="cpu")
@@ -107,11 +123,24 @@ class EmbedderHandle:
     """Loads the embedder once, on first use; remembers why it could not load.
 
     ``get()`` returns the embedder or ``None`` (recall then runs lexical-only, spec §5).
+    ``runtime`` ``torch`` loads :class:`SentenceTransformerEmbedder`; ``onnx`` loads
+    :class:`rcll.models.onnx_runtime.OnnxEmbedder` at ``precision`` with ``onnx_threads``,
+    its export cached under ``state_dir`` — and when an fp32 export is impossible (a model
+    torch's exporter cannot trace) falls back to torch, whose vectors and stamp are the
+    same; int8 has no such fallback (its stamp differs) and reports the error.
+    ``stamp`` is :func:`embedder_stamp` of the configuration.
     """
 
     def __init__(self, model_name: str, batch_size: int = 64, enabled: bool = True,
                  expected_dim: int | None = None, torch_threads: int = 0,
-                 query_batch_wait_s: float = 0.0, batch_tokens: int = 0):
+                 query_batch_wait_s: float = 0.0, batch_tokens: int = 0,
+                 runtime: str = "torch", precision: str = "fp32", onnx_threads: int = 1,
+                 state_dir: Path | str = ".rcll"):
+        self.runtime = runtime
+        self.precision = precision
+        self.onnx_threads = onnx_threads
+        self.state_dir = Path(state_dir)
+        self.stamp = embedder_stamp(model_name, runtime, precision)
         self.batch_tokens = batch_tokens  # padded tokens per forward pass (0 = no bound)
         self.torch_threads = torch_threads  # rcll.models.threads.configure before loading
         self.query_batch_wait_s = query_batch_wait_s  # > 0: rcll.models.batching
@@ -130,11 +159,7 @@ class EmbedderHandle:
         with self._lock:
             if not self._tried:
                 try:
-                    from rcll.models import threads
-
-                    threads.configure(self.torch_threads)
-                    emb = SentenceTransformerEmbedder(self.model_name, self.batch_size,
-                                                      self.batch_tokens)
+                    emb = self._load()
                     if self.expected_dim and emb.dim != self.expected_dim:
                         raise ValueError(
                             f"model dimension {emb.dim} != schema dimension {self.expected_dim}")
@@ -149,7 +174,27 @@ class EmbedderHandle:
                 self._tried = True
         return self._embedder
 
+    def _load(self) -> Embedder:
+        from rcll.models import threads
+
+        if self.runtime == "onnx":
+            from rcll.models.onnx_runtime import OnnxEmbedder
+
+            try:
+                return OnnxEmbedder(self.model_name, self.state_dir, self.precision,
+                                    self.onnx_threads, self.batch_size, self.batch_tokens)
+            except Exception as exc:
+                if self.precision != "fp32":
+                    raise
+                log.warning("embedder %s: no ONNX export (%s: %s); using torch",
+                            self.model_name, type(exc).__name__, exc)
+        threads.configure(self.torch_threads)
+        return SentenceTransformerEmbedder(self.model_name, self.batch_size, self.batch_tokens)
+
     def status(self) -> dict:
-        """``{"model", "loaded", "error"}`` for readiness reports."""
-        return {"model": self.model_name, "loaded": self._embedder is not None, "error": self.error}
+        """``{"model", "stamp", "runtime", "loaded", "error"}`` for readiness reports;
+        ``runtime`` is what the loaded embedder runs on (``None`` before it loads)."""
+        return {"model": self.model_name, "stamp": self.stamp,
+                "runtime": getattr(self._embedder, "runtime", None) if self._embedder else None,
+                "loaded": self._embedder is not None, "error": self.error}
 

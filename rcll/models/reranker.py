@@ -20,6 +20,7 @@ import logging
 import os
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 
 from rcll.models.embedder import resolve_model_path
 
@@ -60,6 +61,8 @@ class CrossEncoderReranker:
     lacked (empty for a trained model). One forward pass at a time per process (torch uses
     every core)."""
 
+    runtime = "torch"
+
     def __init__(self, model_name: str, max_length: int | None = None):
         from sentence_transformers import CrossEncoder
 
@@ -85,13 +88,20 @@ class RerankerHandle:
     """The process's reranker: configured by name (``None``: off), loaded once — on first
     ``get()`` or by ``load()`` at start-up — under a lock, thread-safe.
 
-    ``get()`` returns the :class:`CrossEncoderReranker` when it is usable, else ``None``:
+    ``get()`` returns the :class:`CrossEncoderReranker` (``runtime`` ``torch``) or
+    :class:`rcll.models.onnx_runtime.OnnxCrossEncoder` (``onnx``: exported at first use
+    under ``state_dir``, at ``precision``, ``onnx_threads`` per pass; an export that fails
+    falls back to torch — nothing is stored from scores) when it is usable, else ``None``:
     not configured, failed to load (unknown path, no cached hub copy), or an untrained head
     without ``allow_untrained``. ``status()`` says which.
     """
 
     def __init__(self, model_name: str | None, allow_untrained: bool = False,
-                 max_length: int | None = None):
+                 max_length: int | None = None, runtime: str = "torch",
+                 precision: str = "fp32", onnx_threads: int = 1,
+                 state_dir: Path | str = ".rcll"):
+        self.runtime, self.precision, self.onnx_threads = runtime, precision, onnx_threads
+        self.state_dir = Path(state_dir)
         self.model_name = model_name or None
         self.allow_untrained = allow_untrained
         self.max_length = max_length
@@ -113,7 +123,7 @@ class RerankerHandle:
             if self._tried:
                 return
             try:
-                model = CrossEncoderReranker(self.model_name, self.max_length)
+                model = self._build()
                 self._model = model
                 if model.untrained:
                     head = ", ".join(model.untrained[:6])
@@ -134,14 +144,28 @@ class RerankerHandle:
                 log.error("reranker %s unavailable: %s", self.model_name, self.reason)
             self._tried = True
 
+    def _build(self):
+        if self.runtime == "onnx":
+            from rcll.models.onnx_runtime import OnnxCrossEncoder
+
+            try:
+                return OnnxCrossEncoder(self.model_name, self.state_dir, self.precision,
+                                        self.onnx_threads, self.max_length)
+            except Exception as exc:
+                log.warning("reranker %s: no ONNX export (%s: %s); using torch",
+                            self.model_name, type(exc).__name__, exc)
+        return CrossEncoderReranker(self.model_name, self.max_length)
+
     def get(self) -> CrossEncoderReranker | None:
         """The usable reranker or ``None`` (loads on first call)."""
         self.load()
         return self._model if self._usable else None
 
     def status(self) -> dict:
-        """``{"configured", "loaded", "usable", "model", "reason"}`` for ``/readyz``;
+        """``{"configured", "loaded", "usable", "model", "runtime", "reason"}`` for
+        ``/readyz``; ``runtime`` what the loaded model runs on (``None`` before it loads);
         ``loaded`` is False until a load was attempted and succeeded; ``reason`` says why
         the model is not used (or that an untrained head is allowed for timing)."""
         return {"configured": self.configured, "loaded": self._model is not None,
-                "usable": self._usable, "model": self.model_name, "reason": self.reason}
+                "usable": self._usable, "model": self.model_name,
+                "runtime": getattr(self._model, "runtime", None), "reason": self.reason}

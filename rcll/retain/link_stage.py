@@ -91,7 +91,7 @@ def run_link(ctx: RetainContext, job_id: str, batch: int = BATCH) -> dict | None
     embedder = ctx.embedder.get()
     if embedder is None:
         return pipeline.skipped_without_embedder(ctx, job["counts"], "semantic links")
-    model, bank_id = embedder.model_name, job["bank_id"]
+    model, bank_id = embedder.stamp, job["bank_id"]
     with ctx.pool.connection() as conn:
         sql_knn = use_sql(links.bank_vector_count(conn, bank_id, model),
                           units.count_for_job(conn, job_id), links.bank_has_hnsw(conn, bank_id))

@@ -317,11 +317,11 @@ def embed_missing(ctx: RetainContext, *, job_id: str | None = None, bank_id: str
     embedder = ctx.embedder.get()
     if embedder is None:
         raise RuntimeError(f"embedder unavailable: {ctx.embedder.error}")
-    stamp = input_stamp(embedder.model_name)
+    stamp = input_stamp(embedder.stamp)
     written = 0
     while True:
         with ctx.pool.connection() as conn:
-            rows = embeddings.units_missing(conn, model=embedder.model_name, stamp=stamp,
+            rows = embeddings.units_missing(conn, model=embedder.stamp, stamp=stamp,
                                             job_id=job_id, bank_id=bank_id, limit=batch)
         if not rows:
             return written
@@ -331,7 +331,7 @@ def embed_missing(ctx: RetainContext, *, job_id: str | None = None, bank_id: str
             if job_id is not None and jobs.lock_for_work(conn, job_id) is None:
                 log.warning("embed for job %s stopped: the job or its bank is gone", job_id)
                 return written
-            written += embeddings.write(conn, rows, vectors, model=embedder.model_name,
+            written += embeddings.write(conn, rows, vectors, model=embedder.stamp,
                                         stamp=stamp)
         if on_batch:
             on_batch(written)

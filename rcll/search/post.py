@@ -40,7 +40,7 @@ def collapse_duplicates_step(state: RecallState, cosine: float = 0.88) -> None:
     state.counts["collapsed"] = 0
     if len(window) < 2:
         return
-    model = state.pq.model or state.ctx.embedder.model_name
+    model = state.pq.model or state.ctx.embedder.stamp
     try:
         with state.conn.transaction():  # savepoint: pgvector missing must not sink recall
             rows = state.conn.execute(

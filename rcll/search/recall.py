@@ -97,14 +97,14 @@ def prepare(ctx: RecallContext, q: RecallQuery, needs_vector: bool) -> PreparedQ
         pq.vector_error = f"embedder unavailable ({ctx.embedder.error})"
         return pq
     cache = ctx.query_cache
-    cached = cache.get(emb.model_name, q.query) if cache is not None else None
+    cached = cache.get(emb.stamp, q.query) if cache is not None else None
     if cached is not None:
-        pq.vector, pq.model = cached, emb.model_name
+        pq.vector, pq.model = cached, emb.stamp
         return pq
     try:
-        pq.vector, pq.model = emb.embed([q.query])[0], emb.model_name
+        pq.vector, pq.model = emb.embed([q.query])[0], emb.stamp
         if cache is not None:
-            cache.put(emb.model_name, q.query, pq.vector)
+            cache.put(emb.stamp, q.query, pq.vector)
     except Exception as exc:
         pq.vector_error = f"query embedding failed ({exc})"
     return pq

@@ -132,7 +132,7 @@ def world(services):
         tunnel_to[uid] = {"id": t["id"], "from": anchor}
     hot = HotTier(services.hot_tier.r, prefix="rcll:permtest")
     hot.drop_bank(BANK)
-    model = services.settings.embedder_model
+    model = services.settings.embedder_stamp
     with services.read_pool.connection() as conn:
         hot_units = live_hot_units(conn, BANK, list(units), model)
     assert len(hot_units) == 9

@@ -64,7 +64,7 @@ def test_submit_promotes_and_records_use_off_the_request_path(services, bank):
 
 
 def test_full_queue_drops_and_counts_never_blocks(services, bank):
-    after = AfterRecall(services.hot_tier, services.read_pool, services.settings.embedder_model,
+    after = AfterRecall(services.hot_tier, services.read_pool, services.settings.embedder_stamp,
                         queue_size=1)
     after._ensure_thread = lambda: None  # no consumer: the queue stays full
     assert after.submit(bank, ["x"], None, ["x"])

@@ -118,7 +118,7 @@ def test_forgotten_unit_never_served_while_the_standby_lags(rsvc, standby):
     with rsvc.pool.connection() as conn:
         from rcll.cascade.after import live_hot_units
 
-        (hot_unit,) = live_hot_units(conn, bank, [target], rsvc.settings.embedder_model)
+        (hot_unit,) = live_hot_units(conn, bank, [target], rsvc.settings.embedder_stamp)
     router = rsvc.replica
     with _admin(standby) as adm:
         adm.execute("SELECT pg_wal_replay_pause()")

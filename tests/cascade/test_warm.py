@@ -255,7 +255,7 @@ def test_lsh_shortlist_recalls_the_exact_top10_on_a_locomo_bank(services):
                             list(zip(ids, [bank] * len(ids), texts, strict=True)))
             cur.executemany("INSERT INTO memory_embeddings (unit_id, bank_id, model, input_stamp,"
                             " embedding) VALUES (%s, %s, %s, %s, %s)",
-                            [(i, bank, emb.model_name, input_stamp(emb.model_name), v)
+                            [(i, bank, emb.stamp, input_stamp(emb.stamp), v)
                              for i, v in zip(ids, uvecs, strict=True)])
     scope = CallerScope(bank)
     recalls = []
@@ -265,7 +265,7 @@ def test_lsh_shortlist_recalls_the_exact_top10_on_a_locomo_bank(services):
             exact = [r["id"] for r in conn.execute(
                 "SELECT unit_id::text AS id FROM memory_embeddings WHERE bank_id = %s "
                 "ORDER BY embedding <=> %s LIMIT 10", (bank, qv)).fetchall()]
-            pq = PreparedQuery(RecallQuery(query="q"), vector=qv, model=emb.model_name)
+            pq = PreparedQuery(RecallQuery(query="q"), vector=qv, model=emb.stamp)
             got = warm_lookup(conn, scope, pq, threshold=-1.0, limit=10,
                               shortlist=RECALL_SHORTLIST)
             recalls.append(len(set(exact) & {h.unit_id for h in got}) / 10)

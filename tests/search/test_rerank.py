@@ -121,7 +121,8 @@ def test_model_with_a_saved_head_is_usable_and_matches_crossencoder(bank, servic
     fused_ids = [r["id"] for r in fused.results]
     res = recall(ctx, BANK, RecallQuery(query=QUERY, limit=8), recipes=_recipes())
     assert handle.status() == {"configured": True, "loaded": True, "usable": True,
-                               "model": str(tmp_path / "ce"), "reason": None}
+                               "model": str(tmp_path / "ce"), "runtime": "torch",
+                               "reason": None}
     text = {r["id"]: r["text"] for r in fused.results}
     direct = CrossEncoder(str(tmp_path / "ce"), device="cpu").predict(
         [(QUERY, text[u]) for u in fused_ids[:6]])
@@ -134,7 +135,7 @@ def test_unknown_path_is_unusable_and_recall_still_answers(bank, services, clien
     res = _run(services, handle)
     st = handle.status()
     assert st == {"configured": True, "loaded": False, "usable": False,
-                  "model": "/nonexistent/cross-encoder", "reason": st["reason"]}
+                  "model": "/nonexistent/cross-encoder", "runtime": None, "reason": st["reason"]}
     assert "not found" in st["reason"].lower() or "no such" in st["reason"].lower()
     assert res.reranked is False and res.results
     assert res.results[0]["text"].startswith("Ana:")
@@ -142,7 +143,8 @@ def test_unknown_path_is_unusable_and_recall_still_answers(bank, services, clien
     # not configured at all: nothing to report, and /readyz says so without failing
     ready = client.get("/readyz").get_json()["checks"]["reranker"]
     assert ready == {"ok": True, "configured": False, "loaded": False, "usable": False,
-                     "model": None, "reason": "no reranker configured (RCLL_RERANKER_MODEL)"}
+                     "model": None, "runtime": None,
+                     "reason": "no reranker configured (RCLL_RERANKER_MODEL)"}
 
 
 class _Broken:
