@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import sys
@@ -133,6 +134,61 @@ def run_ingest(s, inputs: list[str], bank: str) -> dict:
             "refused": [f"{x.source}: {x.reason}" for x in refused + file_refused]}
 
 
+def tree_cpu(root: int | None) -> float:
+    """CPU seconds (user + system) of process ``root`` and its descendants, the children
+    they reaped included (``/proc/<pid>/stat`` fields 14-17); 0.0 without a root."""
+    if not root:
+        return 0.0
+    stats: dict[int, tuple[int, float]] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                f = (d / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            stats[int(d.name)] = (int(f[1]), sum(int(x) for x in f[11:15]))
+    kids: dict[int, list[int]] = {}
+    for pid, (ppid, _) in stats.items():
+        kids.setdefault(ppid, []).append(pid)
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        total += stats.get(pid, (0, 0))[1]
+        todo += kids.get(pid, [])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+_TASK_DONE = re.compile(rb"Task (?:retain|files)\.(\w+)\[[^\]]*\] succeeded in ([\d.]+)s"
+                        rb".* bank=([^\]\s]+)\]")
+
+
+def stage_seconds(log_path: Path, bank: str, since: int = 0) -> dict[str, float]:
+    """Seconds the worker's tasks spent per stage for ``bank`` (Celery's ``succeeded in``
+    lines of the worker log from byte ``since``), summed over pool processes."""
+    out: dict[str, float] = {}
+    with open(log_path, "rb") as f:
+        f.seek(since)
+        for line in f:
+            m = _TASK_DONE.search(line)
+            if m and m[3].decode() == bank:
+                out[m[1].decode()] = round(out.get(m[1].decode(), 0.0) + float(m[2]), 2)
+    return out
+
+
+def stack_cpu(s) -> dict[str, float]:
+    """CPU seconds so far of the stack's worker, API and PostgreSQL process trees."""
+    from rcll.dev import processes
+
+    run_dir = s.run_dir.resolve()
+    try:
+        pg = int((s.state_dir / "pgdata" / "postmaster.pid").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        pg = None
+    return {"worker": tree_cpu(processes.running_pid(run_dir, "worker")),
+            "api": tree_cpu(processes.running_pid(run_dir, "api")),
+            "postgres": tree_cpu(pg)}
+
+
 def _portable(args: dict) -> dict:
     """``args`` with paths inside or beside the checkout written relative to it, so a
     committed result names no machine's folders."""
@@ -213,11 +269,18 @@ def main() -> None:
                     tp.warm_up(client, v, f"{v['name']}-{r}")
                 for corpus, inputs in corpora.items():
                     bank = f"docs-{corpus}-{v['name']}-{r}"
+                    cpu0 = stack_cpu(s)
+                    log_path = s.run_dir.resolve() / "worker.log"
+                    since = log_path.stat().st_size
                     st = run_ingest(s, inputs, bank)
+                    cpu = {k: round(x - cpu0[k], 1) for k, x in stack_cpu(s).items()}
                     texts = bank_texts(s, bank)
+                    stage_s = stage_seconds(log_path, bank, since)
                     raw1 = (tp.raw_embedder(texts, 1, 0, defaults.embed_batch_size, state)
                             if args.raw_single else 0.0)
-                    rawp = tp.raw_embedder(texts, cores, 1, defaults.embed_batch_size, state)
+                    raw_cpu: list[float] = []
+                    rawp = tp.raw_embedder(texts, cores, 1, defaults.embed_batch_size, state,
+                                           raw_cpu)
                     raw = max(raw1, rawp)
                     run = {"corpus": corpus, "variant": v["name"], "round": r,
                            "concurrency": v["concurrency"], "torch_threads": v["threads"],
@@ -225,8 +288,13 @@ def main() -> None:
                            "files_per_s": st["files"] / st["seconds"],
                            "raw_1proc_default_threads": raw1,
                            f"raw_{cores}proc_1thread": rawp, "raw_best": raw,
-                           "load_avg": os.getloadavg()[0]}
+                           "load_avg": os.getloadavg()[0], "cpu_s": cpu,
+                           "raw_cpu_s": round(raw_cpu[0], 1),
+                           "stage_s": stage_s}
                     run["ratio"] = run["units_per_s"] / raw
+                    # CPU per unit: the raw embedder's over the stack's (worker + postgres + api)
+                    run["cpu_ratio"] = (raw_cpu[0] / sum(cpu.values())
+                                        * st["units"] / max(len(texts), 1)) if sum(cpu.values()) else 0.0
                     runs.append(run)
                     print(f"  {corpus:4s} round {r} {v['name']:7s} (c{v['concurrency']} "
                           f"t{v['threads']}): {st['items']} items + {st['files']} files "
@@ -234,7 +302,12 @@ def main() -> None:
                           f"({st['jobs']} jobs) = {run['units_per_s']:.1f} units/s; raw "
                           f"embedder 1 proc {raw1:.1f}, {cores} procs x 1 thread "
                           f"{rawp:.1f} texts/s; ratio {run['ratio']:.2f} "
-                          f"(load {run['load_avg']:.1f})"
+                          f"(load {run['load_avg']:.1f})\n"
+                          f"      CPU s: worker {cpu['worker']}, postgres {cpu['postgres']}, "
+                          f"api {cpu['api']}; raw embedder {raw_cpu[0]:.1f}; CPU ratio "
+                          f"{run['cpu_ratio']:.2f}\n"
+                          f"      worker task seconds by stage: "
+                          f"{', '.join(f'{k} {x:.1f}' for k, x in stage_s.items())}"
                           + (f"; NOT SUCCEEDED {st['not_succeeded']}"
                              if st["not_succeeded"] else ""), flush=True)
                     with RCLLClient(s.base_url, timeout=300) as client:
@@ -254,10 +327,11 @@ def main() -> None:
                 "units_per_s": statistics.median(x["units_per_s"] for x in mine),
                 "seconds": statistics.median(x["seconds"] for x in mine),
                 "raw_best": statistics.median(x["raw_best"] for x in mine),
-                "ratio": statistics.median(x["ratio"] for x in mine)}
+                "ratio": statistics.median(x["ratio"] for x in mine),
+                "cpu_ratio": statistics.median(x["cpu_ratio"] for x in mine)}
             print(f"median {corpus:4s} {v['name']:7s}: {m['units_per_s']:.1f} units/s in "
                   f"{m['seconds']:.1f} s, raw {m['raw_best']:.1f} texts/s, "
-                  f"ratio {m['ratio']:.2f}")
+                  f"ratio {m['ratio']:.2f}, CPU ratio {m['cpu_ratio']:.2f}")
     if args.out:
         Path(args.out).write_text(json.dumps(
             {"runs": runs, "summary": summary, "cores": cores, "args": _portable(vars(args)),
