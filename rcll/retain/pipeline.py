@@ -144,10 +144,7 @@ def store_item(ctx: RetainContext, bank_id: str, job_id: str, item: RetainItem,
     """Apply one item (item ``index`` of the job) as its document's version, in one
     transaction that first locks the job row (:func:`rcll.store.jobs.lock_for_work`);
     on ``conn`` when given (an idle connection the caller holds for many items), else on a
-    pooled one. The commit does not wait for the disk (:func:`relaxed_commit`). The
-    statements go in pipeline mode: ``BEGIN``, the commit setting and the job lock share
-    one round trip, and the item costs four in all (lock, document row, its chunks and
-    units in one statement, ``COMMIT``) whatever its number of chunks.
+    pooled one. The commit does not wait for the disk (:func:`relaxed_commit`).
 
     After the commit, the units the version replaced or re-scoped leave tier 1
     (:func:`rcll.cascade.invalidation.units_left`, best effort).
@@ -158,7 +155,7 @@ def store_item(ctx: RetainContext, bank_id: str, job_id: str, item: RetainItem,
     if conn is None:
         with ctx.pool.connection() as own:
             return store_item(ctx, bank_id, job_id, item, index, own)
-    with conn.pipeline(), conn.transaction():
+    with conn.transaction():
         relaxed_commit(conn)
         seq = jobs.lock_for_work(conn, job_id)
         if seq is None:
@@ -328,7 +325,11 @@ def embed_missing(ctx: RetainContext, *, job_id: str | None = None, bank_id: str
                                             job_id=job_id, bank_id=bank_id, limit=batch)
         if not rows:
             return written
-        vectors = embedder.embed([embed_input(r["text"], r.get("heading")) for r in rows])
+        # the chunk stage counted each unit's tokens: the batching reuses the count (an
+        # input with a heading is longer than the text it counted)
+        vectors = embedder.embed([embed_input(r["text"], r.get("heading")) for r in rows],
+                                 token_counts=[None if r.get("heading") else r.get("token_count")
+                                               for r in rows])
         with ctx.pool.connection() as conn, conn.transaction():
             relaxed_commit(conn)  # a lost vector is re-made by this same function
             if job_id is not None and jobs.lock_for_work(conn, job_id) is None:
