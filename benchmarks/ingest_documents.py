@@ -16,14 +16,23 @@ Corpora (``--corpora``):
 
 For each corpus and variant (``before``/``after``/``cPtT`` as in
 ``benchmarks/ingest_throughput.py``, and ``base-cPtT``: the branch point's code with ``P``
-processes of ``T`` threads), the variant's worker is started and warmed, the corpus
-is read and sent as ``rcll ingest`` does (:func:`rcll.cli.ingest.read_paths`,
-:func:`~rcll.cli.ingest.submit`, :func:`~rcll.cli.ingest.submit_files`, then polled to the
-end) into a fresh bank, timed from reading the input to the last job's end. The units the
-bank then holds are the **same chunks** the raw embedder is timed on right after (one
-process of one thread per core, and with ``--raw-single`` one process at torch's default
-threads; the better is the denominator). Prints units/s, raw texts/s and the ratio per run, and the median per
-variant; ``--out`` writes the runs as JSON.
+processes of ``T`` threads), the variant's worker is started and warmed (every pool process
+has loaded its models and, for ``docs``, started its warm converter: :func:`warm_converters`),
+then the corpus goes into a fresh bank through the ``rcll ingest`` command itself (a child
+process, this checkout's client with its defaults: batches of 100 items and 64 KiB, polled
+every 0.5 s), timed from its start to its exit (with ``--in-process``: sent and polled from this process
+as before, :func:`rcll.cli.ingest.read_paths`, :func:`~rcll.cli.ingest.submit`,
+:func:`~rcll.cli.ingest.submit_files`, polled every 0.25 s). The units the bank then holds
+are the **same chunks** the raw embedder is timed on right after (one process of one thread
+per core, and with ``--raw-single`` one process at torch's default threads; the better is
+the denominator).
+
+Per run it prints units/s, raw texts/s and their ratio, the load average (other jobs on the
+machine), the CPU seconds of the stack's process trees over the ingest (worker, PostgreSQL,
+API: :func:`stack_cpu`) beside the raw embedder's, their **CPU ratio** (raw CPU per text over
+the stack's CPU per unit: what the ratio would be on otherwise idle cores) and the worker's
+task seconds per stage (:func:`stage_seconds`); then the median per variant. ``--out``
+writes the runs as JSON.
 """
 
 from __future__ import annotations
@@ -31,6 +40,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import sys
@@ -98,6 +108,21 @@ def cisi_items(path: Path, limit: int = 0) -> list[dict]:
     return items[:limit or None]
 
 
+def warm_converters(client, variant: dict, tag: str) -> None:
+    """A few tiny HTML files at once, so every pool process has started its warm converter
+    (the fork server that imports the converters, once per process) before timing, as
+    :func:`ingest_throughput.warm_up` has every process load its models."""
+    bank = f"warm-files-{tag}"
+    client.delete_bank(bank)
+    ops = []
+    for j in range(3 * variant["concurrency"]):
+        page = f"<html><body><h1>Warm up {j}</h1><p>The quick brown fox.</p></body></html>"
+        ops += [(bank, o) for o in client.retain_files(
+            bank, [(f"warm-{j}.html", page.encode())])["operation_ids"]]
+    client.wait_many(ops, poll_s=0.25, timeout_s=600)
+    client.delete_bank(bank)
+
+
 def bank_texts(s, bank: str) -> list[str]:
     """The texts of the bank's live units (what the service embedded)."""
     import psycopg
@@ -108,8 +133,46 @@ def bank_texts(s, bank: str) -> list[str]:
             (bank,)).fetchall()]
 
 
+def run_cli(s, inputs: list[str], bank: str) -> dict:
+    """The ``rcll ingest`` command itself (``python -m rcll.cli.main ingest INPUTS --bank
+    BANK``, this checkout's client, its default batch size and polling) on ``inputs`` into
+    ``bank`` (deleted first), timed from its start to its exit; the stats, from the bank's
+    jobs. ``summary``: the command's closing line."""
+    import subprocess
+
+    import psycopg
+
+    from rcll.cli.ingest import read_paths
+    from rcll.client import RCLLClient
+    from rcll.dev import stack
+
+    with RCLLClient(s.base_url, timeout=300) as client:
+        client.delete_bank(bank)
+    plan = read_paths(inputs)
+    env = {**stack.child_env(s), "PYTHONPATH": str(ROOT), "RCLL_API_URL": s.base_url,
+           "COLUMNS": "120"}
+    t0 = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "rcll.cli.main", "ingest", *inputs,
+                           "--bank", bank], env=env, cwd=ROOT, capture_output=True, text=True)
+    seconds = time.perf_counter() - t0
+    with psycopg.connect(s.db_url) as conn:
+        jobs = conn.execute("SELECT id, state, counts, error FROM jobs WHERE bank_id = %s",
+                            (bank,)).fetchall()
+    counts = [j[2] or {} for j in jobs]
+    lines = [x for x in done.stdout.splitlines() if " new units, " in x and x[:1].isdigit()]
+    return {"seconds": seconds, "jobs": len(jobs), "items": len(plan.items),
+            "files": len(plan.files), "exit_status": done.returncode,
+            "units": sum(c.get("units_created", 0) for c in counts),
+            "units_skipped": sum(c.get("units_skipped", 0) for c in counts),
+            "convert_s": sum(c.get("convert_ms", 0) for c in counts) / 1000,
+            "not_succeeded": [f"{j[0]} {j[1]}: {j[3]}" for j in jobs if j[1] != "succeeded"],
+            "summary": lines[-1].strip() if lines else done.stdout[-500:] + done.stderr[-500:]}
+
+
 def run_ingest(s, inputs: list[str], bank: str) -> dict:
-    """``rcll ingest``'s path on ``inputs`` into ``bank`` (deleted first); the stats."""
+    """``rcll ingest``'s path on ``inputs`` into ``bank`` (deleted first), in this process
+    (``--in-process``: :func:`rcll.cli.ingest.read_paths`, ``submit``, ``submit_files``,
+    polled every 0.25 s); the stats."""
     from rcll.cli.ingest import read_paths, submit, submit_files
     from rcll.client import RCLLClient
 
@@ -131,6 +194,61 @@ def run_ingest(s, inputs: list[str], bank: str) -> dict:
             "not_succeeded": [f"{o['id']} {o['state']}: {o.get('error')}" for o in final
                               if o["state"] != "succeeded"],
             "refused": [f"{x.source}: {x.reason}" for x in refused + file_refused]}
+
+
+def tree_cpu(root: int | None) -> float:
+    """CPU seconds (user + system) of process ``root`` and its descendants, the children
+    they reaped included (``/proc/<pid>/stat`` fields 14-17); 0.0 without a root."""
+    if not root:
+        return 0.0
+    stats: dict[int, tuple[int, float]] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                f = (d / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            stats[int(d.name)] = (int(f[1]), sum(int(x) for x in f[11:15]))
+    kids: dict[int, list[int]] = {}
+    for pid, (ppid, _) in stats.items():
+        kids.setdefault(ppid, []).append(pid)
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        total += stats.get(pid, (0, 0))[1]
+        todo += kids.get(pid, [])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+_TASK_DONE = re.compile(rb"Task (?:retain|files)\.(\w+)\[[^\]]*\] succeeded in ([\d.]+)s"
+                        rb".* bank=([^\]\s]+)\]")
+
+
+def stage_seconds(log_path: Path, bank: str, since: int = 0) -> dict[str, float]:
+    """Seconds the worker's tasks spent per stage for ``bank`` (Celery's ``succeeded in``
+    lines of the worker log from byte ``since``), summed over pool processes."""
+    out: dict[str, float] = {}
+    with open(log_path, "rb") as f:
+        f.seek(since)
+        for line in f:
+            m = _TASK_DONE.search(line)
+            if m and m[3].decode() == bank:
+                out[m[1].decode()] = round(out.get(m[1].decode(), 0.0) + float(m[2]), 2)
+    return out
+
+
+def stack_cpu(s) -> dict[str, float]:
+    """CPU seconds so far of the stack's worker, API and PostgreSQL process trees."""
+    from rcll.dev import processes
+
+    run_dir = s.run_dir.resolve()
+    try:
+        pg = int((s.state_dir / "pgdata" / "postmaster.pid").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        pg = None
+    return {"worker": tree_cpu(processes.running_pid(run_dir, "worker")),
+            "api": tree_cpu(processes.running_pid(run_dir, "api")),
+            "postgres": tree_cpu(pg)}
 
 
 def _portable(args: dict) -> dict:
@@ -166,6 +284,9 @@ def main() -> None:
     ap.add_argument("--raw-single", action="store_true",
                     help="also time the raw embedder as one process at torch's default "
                          "threads (slower than one process per core on a busy machine)")
+    ap.add_argument("--in-process", action="store_true",
+                    help="send and poll from this process (rcll.cli.ingest's functions, polled "
+                         "every 0.25 s) instead of running the rcll ingest command")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
 
@@ -211,13 +332,23 @@ def main() -> None:
 
                 with RCLLClient(s.base_url, timeout=300) as client:
                     tp.warm_up(client, v, f"{v['name']}-{r}")
+                    if "docs" in corpora:
+                        warm_converters(client, v, f"{v['name']}-{r}")
                 for corpus, inputs in corpora.items():
                     bank = f"docs-{corpus}-{v['name']}-{r}"
-                    st = run_ingest(s, inputs, bank)
+                    cpu0 = stack_cpu(s)
+                    log_path = s.run_dir.resolve() / "worker.log"
+                    since = log_path.stat().st_size
+                    st = (run_ingest(s, inputs, bank) if args.in_process
+                          else run_cli(s, inputs, bank))
+                    cpu = {k: round(x - cpu0[k], 1) for k, x in stack_cpu(s).items()}
                     texts = bank_texts(s, bank)
+                    stage_s = stage_seconds(log_path, bank, since)
                     raw1 = (tp.raw_embedder(texts, 1, 0, defaults.embed_batch_size, state)
                             if args.raw_single else 0.0)
-                    rawp = tp.raw_embedder(texts, cores, 1, defaults.embed_batch_size, state)
+                    raw_cpu: list[float] = []
+                    rawp = tp.raw_embedder(texts, cores, 1, defaults.embed_batch_size, state,
+                                           raw_cpu)
                     raw = max(raw1, rawp)
                     run = {"corpus": corpus, "variant": v["name"], "round": r,
                            "concurrency": v["concurrency"], "torch_threads": v["threads"],
@@ -225,8 +356,13 @@ def main() -> None:
                            "files_per_s": st["files"] / st["seconds"],
                            "raw_1proc_default_threads": raw1,
                            f"raw_{cores}proc_1thread": rawp, "raw_best": raw,
-                           "load_avg": os.getloadavg()[0]}
+                           "load_avg": os.getloadavg()[0], "cpu_s": cpu,
+                           "raw_cpu_s": round(raw_cpu[0], 1),
+                           "stage_s": stage_s}
                     run["ratio"] = run["units_per_s"] / raw
+                    # CPU per unit: the raw embedder's over the stack's (worker + postgres + api)
+                    run["cpu_ratio"] = (raw_cpu[0] / sum(cpu.values())
+                                        * st["units"] / max(len(texts), 1)) if sum(cpu.values()) else 0.0
                     runs.append(run)
                     print(f"  {corpus:4s} round {r} {v['name']:7s} (c{v['concurrency']} "
                           f"t{v['threads']}): {st['items']} items + {st['files']} files "
@@ -234,9 +370,16 @@ def main() -> None:
                           f"({st['jobs']} jobs) = {run['units_per_s']:.1f} units/s; raw "
                           f"embedder 1 proc {raw1:.1f}, {cores} procs x 1 thread "
                           f"{rawp:.1f} texts/s; ratio {run['ratio']:.2f} "
-                          f"(load {run['load_avg']:.1f})"
+                          f"(load {run['load_avg']:.1f})\n"
+                          f"      CPU s: worker {cpu['worker']}, postgres {cpu['postgres']}, "
+                          f"api {cpu['api']}; raw embedder {raw_cpu[0]:.1f}; CPU ratio "
+                          f"{run['cpu_ratio']:.2f}\n"
+                          f"      worker task seconds by stage: "
+                          f"{', '.join(f'{k} {x:.1f}' for k, x in stage_s.items())}"
                           + (f"; NOT SUCCEEDED {st['not_succeeded']}"
-                             if st["not_succeeded"] else ""), flush=True)
+                             if st["not_succeeded"] else "")
+                          + (f"\n      rcll ingest: {st['summary']}" if "summary" in st else ""),
+                          flush=True)
                     with RCLLClient(s.base_url, timeout=300) as client:
                         client.delete_bank(bank)
                     if args.out:  # the runs so far, in case the run is cut short
@@ -254,10 +397,11 @@ def main() -> None:
                 "units_per_s": statistics.median(x["units_per_s"] for x in mine),
                 "seconds": statistics.median(x["seconds"] for x in mine),
                 "raw_best": statistics.median(x["raw_best"] for x in mine),
-                "ratio": statistics.median(x["ratio"] for x in mine)}
+                "ratio": statistics.median(x["ratio"] for x in mine),
+                "cpu_ratio": statistics.median(x["cpu_ratio"] for x in mine)}
             print(f"median {corpus:4s} {v['name']:7s}: {m['units_per_s']:.1f} units/s in "
                   f"{m['seconds']:.1f} s, raw {m['raw_best']:.1f} texts/s, "
-                  f"ratio {m['ratio']:.2f}")
+                  f"ratio {m['ratio']:.2f}, CPU ratio {m['cpu_ratio']:.2f}")
     if args.out:
         Path(args.out).write_text(json.dumps(
             {"runs": runs, "summary": summary, "cores": cores, "args": _portable(vars(args)),

@@ -70,14 +70,16 @@ def _raw_child(threads: int, batch: int, texts_file: str) -> None:
     emb.embed(texts[:32])
     print("ready", flush=True)
     sys.stdin.readline()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     emb.embed(texts)
-    print(f"done {time.perf_counter() - t0:.4f}", flush=True)
+    print(f"done {time.perf_counter() - t0:.4f} {time.process_time() - c0:.4f}", flush=True)
 
 
-def raw_embedder(texts: list[str], procs: int, threads: int, batch: int, tmp: Path) -> float:
+def raw_embedder(texts: list[str], procs: int, threads: int, batch: int, tmp: Path,
+                 cpu: list[float] | None = None) -> float:
     """Texts/s of ``procs`` processes of ``threads`` torch threads (0 = default) embedding
-    ``texts`` split evenly, timed from a common start to the last one's end."""
+    ``texts`` split evenly, timed from a common start to the last one's end. ``cpu``: a list
+    that receives the CPU seconds the processes spent embedding (summed)."""
     env = {k: v for k, v in os.environ.items() if k not in THREAD_VARS}
     env["PYTHONPATH"] = str(ROOT)
     env.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -97,10 +99,15 @@ def raw_embedder(texts: list[str], procs: int, threads: int, batch: int, tmp: Pa
     for c in children:
         c.stdin.write("go\n")
         c.stdin.flush()
+    spent = 0.0
     for c in children:
-        c.stdout.readline()
+        done = c.stdout.readline().split()
+        spent += float(done[2]) if len(done) > 2 else 0.0
         c.wait()
-    return len(texts) / (time.perf_counter() - t0)
+    elapsed = time.perf_counter() - t0
+    if cpu is not None:
+        cpu.append(spent)
+    return len(texts) / elapsed
 
 
 def parse_variant(name: str, base_tree: Path, defaults) -> dict:

@@ -53,7 +53,7 @@ class _Emb:
     def __init__(self, table: dict[str, np.ndarray] | None = None):
         self.table = table or {}
 
-    def embed(self, texts):
+    def embed(self, texts, token_counts=None):
         return np.stack([self.table[t] for t in texts])
 
 

@@ -218,11 +218,16 @@ class Services:
                     "ok": False, "error": f"{type(exc).__name__}: {exc}"}
 
     def retain_context(self) -> RetainContext:
-        """The write path's context; ``skip_stages`` from ``retain_skip_stages``."""
+        """The write path's context; ``skip_stages`` from ``retain_skip_stages``, plus
+        ``extract`` in chunk mode (no LLM: the stage has nothing to do, and a job skips its
+        task, lease and stage transition)."""
         s = self.settings
+        skip = skip_stages(s.retain_skip_stages)
+        if s.llm_provider == "none":
+            skip |= {"extract"}
         return RetainContext(pool=self.pool, classifier=default_classifier(), tokens=self.tokens,
                              embedder=self.embedder, chunk_max_tokens=self.chunk_tokens,
-                             skip_stages=skip_stages(s.retain_skip_stages),
+                             skip_stages=skip,
                              semantic_link_top_k=self.settings.semantic_link_top_k,
                              semantic_link_min_cosine=self.settings.semantic_link_min_cosine,
                              llm=self.llm,

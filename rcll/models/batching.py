@@ -79,9 +79,12 @@ class QueryBatcher:
         self._lock = threading.Lock()
         self.batches = self.texts = self.waits = 0
 
-    def embed(self, texts: list[str]) -> np.ndarray:
+    def embed(self, texts: list[str],
+              token_counts: list[int | None] | None = None) -> np.ndarray:
         if len(texts) != 1:
-            return self.inner.embed(texts)
+            if token_counts is None:
+                return self.inner.embed(texts)
+            return self.inner.embed(texts, token_counts=token_counts)
         slot = _Slot(texts[0])
         with self._lock:
             self._queue.append(slot)

@@ -67,13 +67,17 @@ def input_stamp(model: str) -> str:
 
 class Embedder(Protocol):
     """Turns texts into unit-norm vectors: ``embed(list[str]) -> float32 array (n, dim)``.
-    ``stamp`` (:func:`embedder_stamp`) is what its vectors are stored and looked up under."""
+    ``stamp`` (:func:`embedder_stamp`) is what its vectors are stored and looked up under.
+    ``token_counts`` (optional, one per text, ``None`` where unknown): each text's tokens
+    without special tokens as :class:`rcll.models.tokenizer.TokenCounter` counts them (a
+    unit's stored ``token_count``), so the batching does not tokenize those texts again."""
 
     model_name: str
     stamp: str
     dim: int
 
-    def embed(self, texts: list[str]) -> np.ndarray: ...
+    def embed(self, texts: list[str],
+              token_counts: list[int | None] | None = None) -> np.ndarray: ...
 
 
 class SentenceTransformerEmbedder:
@@ -93,14 +97,16 @@ class SentenceTransformerEmbedder:
                        if hasattr(self._model, "get_embedding_dimension")
                        else self._model.get_sentence_embedding_dimension())
         self._lock = threading.Lock()
+        self._n_specials: int | None = None
 
-    def embed(self, texts: list[str]) -> np.ndarray:
+    def embed(self, texts: list[str],
+              token_counts: list[int | None] | None = None) -> np.ndarray:
         with self._lock, metrics.embed_call(len(texts)):  # one call at a time per process
             if self.batch_tokens <= 0 or len(texts) <= 1:
                 return self._encode(texts, self.batch_size)
             out = np.empty((len(texts), self.dim), dtype=np.float32)
-            for idx in token_batches(self.token_lengths(texts), self.batch_tokens,
-                                     self.batch_size):
+            for idx in token_batches(self.token_lengths(texts, token_counts),
+                                     self.batch_tokens, self.batch_size):
                 out[idx] = self._encode([texts[i] for i in idx], len(idx))
             return out
 
@@ -110,13 +116,33 @@ class SentenceTransformerEmbedder:
             convert_to_numpy=True, show_progress_bar=False,
         ).astype(np.float32)
 
-    def token_lengths(self, texts: list[str]) -> list[int]:
+    def token_lengths(self, texts: list[str],
+                      token_counts: list[int | None] | None = None) -> list[int]:
         """Tokens the model reads of each text (special tokens included, capped at its
-        ``max_seq_length``): what one text adds to a batch's padded size."""
+        ``max_seq_length``): what one text adds to a batch's padded size. A known count in
+        ``token_counts`` (without special tokens) is used as is; the other texts are
+        tokenized."""
         cap = int(getattr(self._model, "max_seq_length", 0) or 0) or None
-        enc = self._model.tokenizer(texts, add_special_tokens=True, truncation=cap is not None,
-                                    max_length=cap)["input_ids"]
-        return [len(e) for e in enc]
+        counts = list(token_counts) if token_counts is not None else [None] * len(texts)
+        todo = [i for i, n in enumerate(counts) if n is None]
+        out = [0] * len(texts)
+        if todo:
+            enc = self._model.tokenizer([texts[i] for i in todo], add_special_tokens=True,
+                                        truncation=cap is not None, max_length=cap)["input_ids"]
+            for i, e in zip(todo, enc, strict=True):
+                out[i] = len(e)
+        if len(todo) < len(texts):
+            specials = self._specials()
+            for i, n in enumerate(counts):
+                if n is not None:
+                    out[i] = min(int(n) + specials, cap) if cap else int(n) + specials
+        return out
+
+    def _specials(self) -> int:
+        """Special tokens the tokenizer adds to one text ([CLS] and [SEP]: 2)."""
+        if self._n_specials is None:
+            self._n_specials = len(self._model.tokenizer("", add_special_tokens=True)["input_ids"])
+        return self._n_specials
 
 
 class EmbedderHandle:

@@ -317,8 +317,11 @@ class OnnxEmbedder:
         self._inputs = {i.name for i in self._session.get_inputs()}
         self.dim = int(self._run(self._tok.encode_batch(["dimension probe"])).shape[1])
 
-    def embed(self, texts: list[str]) -> np.ndarray:
-        """Unit-norm vectors of ``texts`` (float32 (n, dim), input order). Texts are
+    def embed(self, texts: list[str],
+              token_counts: list[int | None] | None = None) -> np.ndarray:
+        """Unit-norm vectors of ``texts`` (float32 (n, dim), input order); ``token_counts``
+        (the :class:`~rcll.models.embedder.Embedder` interface) is not needed: the runtime
+        tokenizes every text to run it, and batches by those counts. Texts are
         tokenized once, sorted longest first and cut into batches of ``batch_size`` texts
         and, with ``batch_tokens`` > 0, that many padded tokens
         (:func:`rcll.models.batching.token_batches`): like texts share a batch, as
@@ -338,7 +341,8 @@ class OnnxEmbedder:
         hidden = self._session.run(None, {k: v for k, v in feed.items() if k in self._inputs})[0]
         return mean_pool_normalise(hidden, feed["attention_mask"])
 
-    def token_lengths(self, texts: list[str]) -> list[int]:
+    def token_lengths(self, texts: list[str],
+                      token_counts: list[int | None] | None = None) -> list[int]:
         """Tokens the model reads of each text (special tokens included, capped at its
         window): what one text adds to a batch's padded size."""
         return [len(e.ids) for e in self._tok.encode_batch(texts)]

@@ -40,6 +40,8 @@ def markup_only_line(line: str) -> bool:
         return False
     if _only_markup(line):
         return True
+    if "[" not in line:  # no link or image: words or other characters than markup
+        return False
     images = len(_IMAGE.findall(line))
     line = _IMAGE.sub(lambda m: m.group(1), line)  # an image inside a link: its alt text
     links = list(_LINK.finditer(line))

@@ -325,7 +325,11 @@ def embed_missing(ctx: RetainContext, *, job_id: str | None = None, bank_id: str
                                             job_id=job_id, bank_id=bank_id, limit=batch)
         if not rows:
             return written
-        vectors = embedder.embed([embed_input(r["text"], r.get("heading")) for r in rows])
+        # the chunk stage counted each unit's tokens: the batching reuses the count (an
+        # input with a heading is longer than the text it counted)
+        vectors = embedder.embed([embed_input(r["text"], r.get("heading")) for r in rows],
+                                 token_counts=[None if r.get("heading") else r.get("token_count")
+                                               for r in rows])
         with ctx.pool.connection() as conn, conn.transaction():
             relaxed_commit(conn)  # a lost vector is re-made by this same function
             if job_id is not None and jobs.lock_for_work(conn, job_id) is None:

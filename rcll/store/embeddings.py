@@ -8,8 +8,9 @@ from psycopg import Connection
 
 def units_missing(conn: Connection, *, model: str, stamp: str, job_id: str | None = None,
                   bank_id: str | None = None, limit: int = 256) -> list[dict]:
-    """Units (``id``, ``bank_id``, ``text``, ``heading``) with no embedding for ``model`` at
-    ``stamp``; a forgotten unit never has one (its text is gone: ``rcll.lifecycle.forget``).
+    """Units (``id``, ``bank_id``, ``text``, ``heading``, ``token_count``) with no embedding
+    for ``model`` at ``stamp``; a forgotten unit never has one (its text is gone:
+    ``rcll.lifecycle.forget``).
 
     Scoped to the units a job created, or to a bank (rebuild); at most ``limit`` rows.
     """
@@ -22,7 +23,7 @@ def units_missing(conn: Connection, *, model: str, stamp: str, job_id: str | Non
         params.append(bank_id)
     scope = " AND ".join(where) or "TRUE"
     return conn.execute(
-        f"""SELECT u.id, u.bank_id, u.text, u.heading FROM memory_units u
+        f"""SELECT u.id, u.bank_id, u.text, u.heading, u.token_count FROM memory_units u
             LEFT JOIN memory_embeddings e
               ON e.unit_id = u.id AND e.model = %s AND e.input_stamp = %s
             WHERE e.unit_id IS NULL AND u.forgotten_at IS NULL AND {scope}

@@ -46,7 +46,7 @@ def resolve(conn: Connection, bank_id: str, names: Mapping[str, tuple[str, str]]
     """Map each normalized name of ``names`` (``{normalized: (surface, entity_type)}``) to an
     entity of ``bank_id``: an exact name or alias match, else a certain trigram match (the
     name becomes an alias), else a new entity — with merge proposals for the close
-    candidates. Four statements whatever the batch size. Call under :func:`lock_bank`."""
+    candidates. Five statements whatever the batch size. Call under :func:`lock_bank`."""
     out = Resolved()
     if not names:
         return out
@@ -67,8 +67,13 @@ def resolve(conn: Connection, bank_id: str, names: Mapping[str, tuple[str, str]]
     proposals: list[tuple[str, str, float, str]] = []  # (new name, entity id, score, reason)
     aliases: list[tuple[str, str]] = []
     if todo:
-        conn.execute("SELECT set_config('pg_trgm.similarity_threshold', %s, true)",
-                     (str(PROPOSE_SIMILARITY),))
+        # the index answers this whatever the statistics say; a sequential scan, chosen when
+        # they call the table small (a new bank, the minute after a large delete), compares
+        # each name with every entity: off for this statement (migration 0031)
+        seqscan = conn.execute(
+            "SELECT set_config('pg_trgm.similarity_threshold', %s, true),"
+            " current_setting('enable_seqscan') AS old, set_config('enable_seqscan', 'off', true)",
+            (str(PROPOSE_SIMILARITY),)).fetchone()["old"]
         cands = conn.execute(
             """SELECT n.name, c.id, c.normalized, c.aliases, c.sim
                FROM unnest(%s::text[]) AS n(name)
@@ -78,6 +83,7 @@ def resolve(conn: Connection, bank_id: str, names: Mapping[str, tuple[str, str]]
                    WHERE e.bank_id = %s AND e.merged_into_id IS NULL AND e.normalized %% n.name
                    ORDER BY sim DESC, e.id LIMIT %s) AS c""",
             (todo, bank_id, FUZZY_CANDIDATES)).fetchall()
+        conn.execute("SELECT set_config('enable_seqscan', %s, true)", (seqscan,))
         for c in cands:
             name = c["name"]
             if name in out.ids:

@@ -132,7 +132,6 @@ def apply_version(conn: Connection, bank_id: str, job_id: str, version: Document
              version.mentioned_at, revision, version.version_seq, version.version_item,
              doc_uuid),
         )
-    created = forgotten = 0
     scope_before = {} if doc["inserted"] else {
         r["chunk_hash"]: (str(r["id"]), r["room"], r["hall"], r["layer"])
         for r in conn.execute(
@@ -144,40 +143,8 @@ def apply_version(conn: Connection, bank_id: str, job_id: str, version: Document
         before = scope_before.get(d.chunk_hash)
         if before is not None and before[1:] != (d.room, d.hall, d.layer):
             left.append(before[0])
-        chunk = conn.execute(
-            """INSERT INTO chunks (document_id, index, text, content_hash) VALUES (%s, %s, %s, %s)
-               ON CONFLICT (document_id, content_hash) DO UPDATE SET index = EXCLUDED.index
-               RETURNING id""",
-            (doc_uuid, d.chunk_index, d.text, d.chunk_hash),
-        ).fetchone()
-        row = conn.execute(
-            """INSERT INTO memory_units (bank_id, document_id, chunk_id, chunk_hash, job_id, kind,
-                   text, context, room, hall, layer, mentioned_at, metadata, tags, token_count,
-                   document_revision, audience, purposes, heading)
-               VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,
-                       %s)
-               ON CONFLICT (bank_id, document_id, chunk_hash) DO UPDATE
-                 SET invalidated_reason = NULL, context = EXCLUDED.context,
-                     room = EXCLUDED.room, hall = EXCLUDED.hall, layer = EXCLUDED.layer,
-                     mentioned_at = EXCLUDED.mentioned_at, metadata = EXCLUDED.metadata,
-                     tags = EXCLUDED.tags, document_revision = EXCLUDED.document_revision,
-                     chunk_id = EXCLUDED.chunk_id
-                 WHERE memory_units.forgotten_at IS NULL
-                   AND memory_units.audience = EXCLUDED.audience
-                   AND memory_units.purposes @> EXCLUDED.purposes
-                   AND memory_units.purposes <@ EXCLUDED.purposes
-               RETURNING (xmax = 0) AS inserted""",
-            (bank_id, doc_uuid, chunk["id"], d.chunk_hash, job_id, d.kind, d.text, d.context,
-             d.room, d.hall, d.layer, d.mentioned_at, Jsonb(d.metadata), d.tags, d.token_count,
-             revision, aud, list(version.purposes), d.heading),
-        ).fetchone()
-        created += bool(row and row["inserted"])
-        if row is None:  # forgotten on request (a tombstone stays), or narrowed (left alone)
-            forgotten += conn.execute(
-                "SELECT forgotten_at IS NOT NULL AS f FROM memory_units WHERE bank_id = %s "
-                "AND document_id = %s AND chunk_hash = %s",
-                (bank_id, doc_uuid, d.chunk_hash)).fetchone()["f"]
-    replaced: list[str] = []
+    created, forgotten = _store_chunks(conn, bank_id, job_id, doc_uuid, revision, aud,
+                                       list(version.purposes), drafts)
     if not doc["inserted"]:  # a new document has no other units
         # derived units (facts) stay live while the chunk they derive from is in this version
         hashes = [d.chunk_hash for d in drafts]
@@ -197,6 +164,71 @@ def apply_version(conn: Connection, bank_id: str, job_id: str, version: Document
     document_events.record_version(conn, doc_uuid, revision, job_id, created, len(replaced))
     return VersionResult(created, len(drafts) - created, False, revision, tuple(left),
                          forgotten)
+
+
+def _store_chunks(conn: Connection, bank_id: str, job_id: str, doc_uuid: str, revision: int,
+                  audience: str, purposes: list[str],
+                  drafts: list[UnitDraft]) -> tuple[int, int]:
+    """Store the drafts' chunks and units of one document version in one statement (the
+    chunks in a data-modifying CTE, the units joined to them, in draft order): a missing
+    chunk or unit is inserted, an invalidated unit of the lineage revived and refreshed.
+    A unit forgotten on request or narrowed by a lifecycle verb is left alone. Returns
+    ``(units created, chunks matching a forgotten unit)``."""
+    if not drafts:
+        return 0, 0
+    rows = conn.execute(
+        """WITH x AS (
+               SELECT * FROM unnest(%(idx)s::int[], %(text)s::text[], %(hash)s::text[],
+                                    %(kind)s::text[], %(context)s::text[], %(room)s::text[],
+                                    %(hall)s::text[], %(layer)s::smallint[],
+                                    %(mentioned)s::timestamptz[], %(metadata)s::jsonb[],
+                                    %(tags)s::jsonb[], %(tokens)s::int[], %(heading)s::text[])
+                    WITH ORDINALITY AS x(idx, text, hash, kind, context, room, hall, layer,
+                                         mentioned_at, metadata, tags, token_count, heading,
+                                         ord)),
+           c AS (
+               INSERT INTO chunks (document_id, index, text, content_hash)
+               SELECT %(doc)s, x.idx, x.text, x.hash FROM x ORDER BY x.ord
+               ON CONFLICT (document_id, content_hash) DO UPDATE SET index = EXCLUDED.index
+               RETURNING id, content_hash)
+           INSERT INTO memory_units (bank_id, document_id, chunk_id, chunk_hash, job_id, kind,
+                  text, context, room, hall, layer, mentioned_at, metadata, tags, token_count,
+                  document_revision, audience, purposes, heading)
+           SELECT %(bank)s, %(doc)s, c.id, x.hash, %(job)s, x.kind, x.text, x.context, x.room,
+                  x.hall, x.layer, x.mentioned_at, x.metadata,
+                  ARRAY(SELECT jsonb_array_elements_text(x.tags)), x.token_count, %(rev)s,
+                  %(aud)s, %(purposes)s, x.heading
+           FROM x JOIN c ON c.content_hash = x.hash ORDER BY x.ord
+           ON CONFLICT (bank_id, document_id, chunk_hash) DO UPDATE
+             SET invalidated_reason = NULL, context = EXCLUDED.context,
+                 room = EXCLUDED.room, hall = EXCLUDED.hall, layer = EXCLUDED.layer,
+                 mentioned_at = EXCLUDED.mentioned_at, metadata = EXCLUDED.metadata,
+                 tags = EXCLUDED.tags, document_revision = EXCLUDED.document_revision,
+                 chunk_id = EXCLUDED.chunk_id
+             WHERE memory_units.forgotten_at IS NULL
+               AND memory_units.audience = EXCLUDED.audience
+               AND memory_units.purposes @> EXCLUDED.purposes
+               AND memory_units.purposes <@ EXCLUDED.purposes
+           RETURNING chunk_hash, (xmax = 0) AS inserted""",
+        {"idx": [d.chunk_index for d in drafts], "text": [d.text for d in drafts],
+         "hash": [d.chunk_hash for d in drafts], "kind": [d.kind for d in drafts],
+         "context": [d.context for d in drafts], "room": [d.room for d in drafts],
+         "hall": [d.hall for d in drafts], "layer": [d.layer for d in drafts],
+         "mentioned": [d.mentioned_at for d in drafts],
+         "metadata": [Jsonb(d.metadata) for d in drafts],
+         "tags": [Jsonb(list(d.tags)) for d in drafts],
+         "tokens": [d.token_count for d in drafts], "heading": [d.heading for d in drafts],
+         "doc": doc_uuid, "bank": bank_id, "job": job_id, "rev": revision, "aud": audience,
+         "purposes": purposes}).fetchall()
+    created = sum(bool(r["inserted"]) for r in rows)
+    missing = list({d.chunk_hash for d in drafts} - {r["chunk_hash"] for r in rows})
+    forgotten = 0
+    if missing:  # forgotten on request (a tombstone stays), or narrowed (left alone)
+        forgotten = conn.execute(
+            """SELECT count(*) AS n FROM memory_units WHERE bank_id = %s AND document_id = %s
+                 AND chunk_hash = ANY(%s) AND forgotten_at IS NOT NULL""",
+            (bank_id, doc_uuid, missing)).fetchone()["n"]
+    return created, forgotten
 
 
 def move_to_lineage(conn: Connection, unit_id: str) -> str | None:
