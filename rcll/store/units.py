@@ -145,6 +145,7 @@ def apply_version(conn: Connection, bank_id: str, job_id: str, version: Document
             left.append(before[0])
     created, forgotten = _store_chunks(conn, bank_id, job_id, doc_uuid, revision, aud,
                                        list(version.purposes), drafts)
+    replaced: list[str] = []
     if not doc["inserted"]:  # a new document has no other units
         # derived units (facts) stay live while the chunk they derive from is in this version
         hashes = [d.chunk_hash for d in drafts]
