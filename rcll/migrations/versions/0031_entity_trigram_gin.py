@@ -23,7 +23,7 @@ document ingest's ``entities`` stage, and the bank's entity lock was held while 
   :func:`rcll.store.entities.resolve` turns off for its fuzzy match).
 
 Both are contrib extensions of PostgreSQL. Measured:
-docs/decisions/0023-document-ingest-at-the-embedders-rate.md.
+docs/decisions/0020-document-ingest-processes-and-entity-index.md.
 
 Revision ID: 0031
 Revises: 0030
