@@ -287,7 +287,9 @@ def main() -> None:
     if args.out:
         Path(args.out).write_text(json.dumps(
             {"runs": runs, "summary": summary, "items": len(texts), "cores": cores,
-             "args": vars(args), "when": time.strftime("%Y-%m-%d %H:%M:%S")},
+             "args": {k: os.path.relpath(v, ROOT) if isinstance(v, str) and os.path.isabs(v)
+                      else v for k, v in vars(args).items()},  # no absolute paths in results
+             "when": time.strftime("%Y-%m-%d %H:%M:%S")},
             indent=2, default=str) + "\n")
 
 
