@@ -4,6 +4,7 @@ the ``total`` in every list response."""
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 
 from flask import request
 
@@ -42,14 +43,29 @@ def limit_param(default: int, high: int = MAX_LIMIT, low: int = 0) -> int:
 MAX_SEARCH_CHARS = 200
 
 
-def search_param(name: str = "q") -> str | None:
-    """The optional text filter of a list route (``?q=``): ``None`` when absent or empty;
-    400 ``invalid_request`` naming the field when longer than :data:`MAX_SEARCH_CHARS`."""
+def search_param(name: str = "q", max_chars: int = MAX_SEARCH_CHARS) -> str | None:
+    """The optional text filter of a list route (``?q=``, or ``?name=``): ``None`` when
+    absent or empty; 400 ``invalid_request`` naming the field when longer than
+    ``max_chars`` (:data:`MAX_SEARCH_CHARS`)."""
     q = request.args.get(name) or None
-    if q is not None and len(q) > MAX_SEARCH_CHARS:
+    if q is not None and len(q) > max_chars:
         raise APIError(400, "invalid_request",
-                       f"{name} must be at most {MAX_SEARCH_CHARS} characters", {"field": name})
+                       f"{name} must be at most {max_chars} characters", {"field": name})
     return q
+
+
+def datetime_param(name: str) -> datetime | None:
+    """``?name=`` as an aware datetime (ISO 8601; naive: UTC), ``None`` when absent or
+    empty; 400 ``invalid_request`` naming the field otherwise."""
+    raw = request.args.get(name)
+    if not raw:
+        return None
+    try:
+        value = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+    except ValueError:
+        raise APIError(400, "invalid_request", f"{name} must be an ISO 8601 date-time",
+                       {"field": name})
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 def page_body(key: str, rows: list, limit: int, offset: int, total: int) -> dict:

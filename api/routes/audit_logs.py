@@ -18,7 +18,7 @@ from api.auth import principal, requires
 from api.deps import services
 from api.errors import APIError
 from api.openapi import doc
-from api.paging import page_params
+from api.paging import datetime_param, page_params, search_param
 from api.schemas import check_bank_id
 
 bp = Blueprint("audit_logs", __name__)
@@ -95,6 +95,13 @@ def _iso(v: datetime | None) -> str | None:
     return v.isoformat() if v is not None else None
 
 
+def _action() -> str | None:
+    return search_param("action", MAX_ACTION_CHARS)
+
+
+_when = datetime_param
+
+
 def summary(row: dict) -> dict:
     """An audit row in Hindsight's ``AuditLogSummary`` shape, RCLL's fields beside."""
     at = _iso(row["at"])
@@ -104,26 +111,6 @@ def summary(row: dict) -> dict:
             "at": at, "actor": row["actor"], "unit_id": row["unit_id"]}
 
 
-def _action() -> str | None:
-    action = request.args.get("action") or None
-    if action is not None and len(action) > MAX_ACTION_CHARS:
-        raise APIError(400, "invalid_request",
-                       f"action must be at most {MAX_ACTION_CHARS} characters",
-                       {"field": "action"})
-    return action
-
-
-def _when(name: str) -> datetime | None:
-    """``?name=`` as an aware datetime (naive: UTC); 400 ``invalid_request`` otherwise."""
-    raw = request.args.get(name)
-    if not raw:
-        return None
-    try:
-        value = datetime.fromisoformat(raw.replace("Z", "+00:00"))
-    except ValueError:
-        raise APIError(400, "invalid_request", f"{name} must be an ISO 8601 date-time",
-                       {"field": name})
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 @bp.get(LOGS)

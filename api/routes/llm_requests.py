@@ -18,7 +18,7 @@ from api.auth import principal, requires
 from api.deps import services
 from api.errors import APIError
 from api.openapi import doc
-from api.paging import page_params
+from api.paging import datetime_param, page_params, search_param
 from api.schemas import check_bank_id
 
 bp = Blueprint("llm_requests", __name__)
@@ -139,25 +139,13 @@ def entry(row: dict) -> dict:
                          "document_id": row["document_id"]}}
 
 
+
+
 def _text(name: str) -> str | None:
-    value = request.args.get(name) or None
-    if value is not None and len(value) > MAX_FILTER_CHARS:
-        raise APIError(400, "invalid_request",
-                       f"{name} must be at most {MAX_FILTER_CHARS} characters", {"field": name})
-    return value
+    return search_param(name, MAX_FILTER_CHARS)
 
 
-def _when(name: str) -> datetime | None:
-    """``?name=`` as an aware datetime (naive: UTC); 400 ``invalid_request`` otherwise."""
-    raw = request.args.get(name)
-    if not raw:
-        return None
-    try:
-        value = datetime.fromisoformat(raw.replace("Z", "+00:00"))
-    except ValueError:
-        raise APIError(400, "invalid_request", f"{name} must be an ISO 8601 date-time",
-                       {"field": name})
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
+_when = datetime_param
 
 
 def _bool(name: str) -> bool:
