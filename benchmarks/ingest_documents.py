@@ -23,9 +23,11 @@ process, this checkout's client with its defaults: batches of 100 items and 64 K
 every 0.5 s), timed from its start to its exit (with ``--in-process``: sent and polled from this process
 as before, :func:`rcll.cli.ingest.read_paths`, :func:`~rcll.cli.ingest.submit`,
 :func:`~rcll.cli.ingest.submit_files`, polled every 0.25 s). The units the bank then holds
-are the **same chunks** the raw embedder is timed on right after (one process of one thread
-per core, and with ``--raw-single`` one process at torch's default threads; the better is
-the denominator).
+are the **same chunks** the raw embedder is timed on right after, on the runtime and
+precision the variant's worker embeds with (``RCLL_EMBED_RUNTIME``, default onnx fp32): one
+process of one thread per core, and with ``--raw-single`` one process at the runtime's
+default threads; the better is the denominator. Torch's sentence-transformers on the same
+chunks (one process of one thread per core) is printed beside it as a second reference.
 
 Per run it prints units/s, raw texts/s and their ratio, the load average (other jobs on the
 machine), the CPU seconds of the stack's process trees over the ingest (worker, PostgreSQL,
@@ -124,13 +126,16 @@ def warm_converters(client, variant: dict, tag: str) -> None:
 
 
 def bank_texts(s, bank: str) -> list[str]:
-    """The texts of the bank's live units (what the service embedded)."""
+    """What the service embedded for the bank's live units: each unit's
+    :func:`rcll.models.embedder.embed_input` (its chunk context, then its text)."""
     import psycopg
 
+    from rcll.models.embedder import embed_input
+
     with psycopg.connect(s.db_url) as conn:
-        return [r[0] for r in conn.execute(
-            "SELECT text FROM memory_units WHERE bank_id = %s AND invalidated_reason IS NULL",
-            (bank,)).fetchall()]
+        return [embed_input(text, heading) for text, heading in conn.execute(
+            "SELECT text, heading FROM memory_units WHERE bank_id = %s "
+            "AND invalidated_reason IS NULL", (bank,)).fetchall()]
 
 
 def run_cli(s, inputs: list[str], bank: str) -> dict:
@@ -344,18 +349,27 @@ def main() -> None:
                     cpu = {k: round(x - cpu0[k], 1) for k, x in stack_cpu(s).items()}
                     texts = bank_texts(s, bank)
                     stage_s = stage_seconds(log_path, bank, since)
-                    raw1 = (tp.raw_embedder(texts, 1, 0, defaults.embed_batch_size, state)
+                    runtime = v.get("runtime", defaults.embed_runtime)
+                    precision = v.get("precision", defaults.embed_precision)
+                    raw1 = (tp.raw_embedder(texts, 1, 0, defaults.embed_batch_size, state,
+                                            runtime=runtime, precision=precision)
                             if args.raw_single else 0.0)
                     raw_cpu: list[float] = []
                     rawp = tp.raw_embedder(texts, cores, 1, defaults.embed_batch_size, state,
-                                           raw_cpu)
+                                           raw_cpu, runtime=runtime, precision=precision)
                     raw = max(raw1, rawp)
+                    raw_torch = (rawp if runtime == "torch" else
+                                 tp.raw_embedder(texts, cores, 1, defaults.embed_batch_size,
+                                                 state))
                     run = {"corpus": corpus, "variant": v["name"], "round": r,
                            "concurrency": v["concurrency"], "torch_threads": v["threads"],
                            **st, "units_per_s": st["units"] / st["seconds"],
                            "files_per_s": st["files"] / st["seconds"],
                            "raw_1proc_default_threads": raw1,
                            f"raw_{cores}proc_1thread": rawp, "raw_best": raw,
+                           "raw_runtime": f"{runtime}-{precision}",
+                           f"raw_torch_{cores}proc_1thread": raw_torch,
+                           "ratio_to_torch": st["units"] / st["seconds"] / raw_torch,
                            "load_avg": os.getloadavg()[0], "cpu_s": cpu,
                            "raw_cpu_s": round(raw_cpu[0], 1),
                            "stage_s": stage_s}
@@ -369,7 +383,8 @@ def main() -> None:
                           f"-> {st['units']:,} units in {st['seconds']:.1f} s "
                           f"({st['jobs']} jobs) = {run['units_per_s']:.1f} units/s; raw "
                           f"embedder 1 proc {raw1:.1f}, {cores} procs x 1 thread "
-                          f"{rawp:.1f} texts/s; ratio {run['ratio']:.2f} "
+                          f"{rawp:.1f} texts/s ({run['raw_runtime']}; torch {raw_torch:.1f}); "
+                          f"ratio {run['ratio']:.2f} (to torch {run['ratio_to_torch']:.2f}) "
                           f"(load {run['load_avg']:.1f})\n"
                           f"      CPU s: worker {cpu['worker']}, postgres {cpu['postgres']}, "
                           f"api {cpu['api']}; raw embedder {raw_cpu[0]:.1f}; CPU ratio "
@@ -398,10 +413,11 @@ def main() -> None:
                 "seconds": statistics.median(x["seconds"] for x in mine),
                 "raw_best": statistics.median(x["raw_best"] for x in mine),
                 "ratio": statistics.median(x["ratio"] for x in mine),
+                "ratio_to_torch": statistics.median(x["ratio_to_torch"] for x in mine),
                 "cpu_ratio": statistics.median(x["cpu_ratio"] for x in mine)}
             print(f"median {corpus:4s} {v['name']:7s}: {m['units_per_s']:.1f} units/s in "
                   f"{m['seconds']:.1f} s, raw {m['raw_best']:.1f} texts/s, "
-                  f"ratio {m['ratio']:.2f}, CPU ratio {m['cpu_ratio']:.2f}")
+                  f"ratio {m['ratio']:.2f} (to torch {m['ratio_to_torch']:.2f}), CPU ratio {m['cpu_ratio']:.2f}")
     if args.out:
         Path(args.out).write_text(json.dumps(
             {"runs": runs, "summary": summary, "cores": cores, "args": _portable(vars(args)),

@@ -56,17 +56,29 @@ sys.path.insert(0, str(ROOT))
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
-def _raw_child(threads: int, batch: int, texts_file: str) -> None:
-    """Child: load the embedder with ``threads`` torch threads (0 = default), warm it,
-    print ``ready``, wait for a line on stdin, embed its texts, print the seconds."""
-    import torch
-
-    if threads > 0:
-        torch.set_num_threads(threads)
-    from rcll.models.embedder import SentenceTransformerEmbedder
-
+def _raw_child(threads: int, batch: int, texts_file: str, runtime: str = "torch",
+               precision: str = "fp32") -> None:
+    """Child: load the embedder on ``runtime`` (``torch``: sentence-transformers with
+    ``threads`` torch threads, 0 = default; ``onnx``: :class:`rcll.models.onnx_runtime.
+    OnnxEmbedder` at ``precision`` with ``threads`` intra-op threads, 0 = one per core, and
+    the configured token batching), warm it, print ``ready``, wait for a line on stdin, embed
+    its texts, print the seconds."""
     texts = json.loads(Path(texts_file).read_text())
-    emb = SentenceTransformerEmbedder("all-MiniLM-L6-v2", batch)
+    if runtime == "onnx":
+        from rcll.config import Settings
+        from rcll.models.onnx_runtime import OnnxEmbedder
+
+        s = Settings()
+        emb = OnnxEmbedder(s.embedder_model, s.state_dir, precision, threads, batch,
+                           s.embed_batch_tokens)
+    else:
+        import torch
+
+        if threads > 0:
+            torch.set_num_threads(threads)
+        from rcll.models.embedder import SentenceTransformerEmbedder
+
+        emb = SentenceTransformerEmbedder("all-MiniLM-L6-v2", batch)
     emb.embed(texts[:32])
     print("ready", flush=True)
     sys.stdin.readline()
@@ -76,10 +88,12 @@ def _raw_child(threads: int, batch: int, texts_file: str) -> None:
 
 
 def raw_embedder(texts: list[str], procs: int, threads: int, batch: int, tmp: Path,
-                 cpu: list[float] | None = None) -> float:
-    """Texts/s of ``procs`` processes of ``threads`` torch threads (0 = default) embedding
-    ``texts`` split evenly, timed from a common start to the last one's end. ``cpu``: a list
-    that receives the CPU seconds the processes spent embedding (summed)."""
+                 cpu: list[float] | None = None, runtime: str = "torch",
+                 precision: str = "fp32") -> float:
+    """Texts/s of ``procs`` processes of ``threads`` threads (0 = the runtime's default)
+    embedding ``texts`` split evenly on ``runtime`` at ``precision`` (:func:`_raw_child`),
+    timed from a common start to the last one's end. ``cpu``: a list that receives the CPU
+    seconds the processes spent embedding (summed)."""
     env = {k: v for k, v in os.environ.items() if k not in THREAD_VARS}
     env["PYTHONPATH"] = str(ROOT)
     env.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -88,7 +102,8 @@ def raw_embedder(texts: list[str], procs: int, threads: int, batch: int, tmp: Pa
         shard = tmp / f"raw-texts-{i}.json"
         shard.write_text(json.dumps(texts[i::procs]))
         children.append(subprocess.Popen(
-            [sys.executable, __file__, "--raw-child", str(threads), str(batch), str(shard)],
+            [sys.executable, __file__, "--raw-child", str(threads), str(batch), str(shard),
+             runtime, precision],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             text=True, env=env, cwd=ROOT))
     for c in children:
@@ -201,7 +216,7 @@ def run_service(s, variant: dict, banks: dict, tag: str) -> dict:
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--raw-child":
-        _raw_child(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4])
+        _raw_child(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], *sys.argv[5:7])
         return
     from rcll.config import Settings
     from rcll.dev import stack

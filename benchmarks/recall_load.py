@@ -20,8 +20,9 @@ its own port, all running at once:
   (``w2x16t1bg4``) sets ``RCLL_RECALL_MAX_IN_FLIGHT=N`` (backpressure), ``g0`` none; a
   variant without ``g`` runs with the checkout's default.
 
-``today`` is the checkout's code with the settings main shipped (1 worker x 4 threads,
-torch 1 thread, no micro-batching, no backpressure), ``after`` the checkout's defaults.
+``today`` is the checkout's code with the settings main shipped when issue 23 was filed (1
+worker x 4 threads, the embedder on torch with 1 thread, no micro-batching, no
+backpressure), ``after`` the checkout's defaults.
 
 Every API runs with ``RCLL_QUERY_CACHE_SIZE=0`` (each request embeds its query, as a
 fleet asking new questions does) and the deployment's default recipe. While measuring, a
@@ -63,7 +64,7 @@ def parse_variant(name: str, tree: Path, defaults) -> dict:
                 "batch": 0, "gate": None}
     if name == "today":
         return {"name": name, "tree": ROOT, "workers": 1, "threads": 4, "torch": 1,
-                "batch": 0, "gate": 0}
+                "batch": 0, "gate": 0, "runtime": "torch"}
     if name == "after":
         return {"name": name, "tree": ROOT, "workers": defaults.api_workers,
                 "threads": defaults.api_threads, "torch": defaults.torch_threads,
@@ -91,6 +92,8 @@ def start_api(s, v: dict, port: int) -> None:
                 "RCLL_QUERY_BATCH_WAIT_MS": str(v["batch"])})
     if v.get("gate") is not None:
         env["RCLL_RECALL_MAX_IN_FLIGHT"] = str(v["gate"])
+    if v.get("runtime"):
+        env["RCLL_EMBED_RUNTIME"] = v["runtime"]
     cmd = [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}",
            "--workers", str(v["workers"]), "--threads", str(v["threads"]),
            "--timeout", "300", "api.app:create_app()"]

@@ -47,15 +47,23 @@ def _instrument() -> None:
     import psycopg
     from psycopg.connection import BaseConnection
 
+    def note(a) -> None:
+        _local.rt = getattr(_local, "rt", 0) + 1
+        log = getattr(_local, "statements", None)
+        if log is not None:
+            stmt = a[1] if len(a) > 1 else ""
+            stmt = stmt.decode() if isinstance(stmt, bytes) else str(stmt)
+            log.append(" ".join(stmt.split())[:110])
+
     def wrap(fn, gen=False):
         if gen:
             def inner(*a, **kw):
-                _local.rt = getattr(_local, "rt", 0) + 1
+                note(a)
                 return fn(*a, **kw)
             return inner
 
         def timed(*a, **kw):
-            _local.rt = getattr(_local, "rt", 0) + 1
+            note(a)
             t = time.perf_counter()
             try:
                 return fn(*a, **kw)
@@ -153,6 +161,9 @@ def main() -> None:
     ap.add_argument("--redis-port", type=int, default=56402)
     ap.add_argument("--switch-ms", type=float, default=None,
                     help="sys.setswitchinterval in ms (default: Python's 5)")
+    ap.add_argument("--statements", action="store_true",
+                    help="print the SQL statements (first 110 characters) of one recall "
+                         "after the warm-up")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     if args.switch_ms is not None:
@@ -171,6 +182,15 @@ def main() -> None:
     svc.embedder.get()
     app = create_app(services=svc)
     run(app, questions[:30], 2, 5)  # warm up
+    if args.statements:
+        _local.statements = []
+        q = questions[0]
+        app.test_client().post(f"/v1/default/banks/{q.bank_id}/memories/recall",
+                               json={"query": q.query, "limit": 50})
+        print(f"one recall, {len(_local.statements)} round trips:")
+        for i, stmt in enumerate(_local.statements, 1):
+            print(f"  {i:2d} {stmt}")
+        _local.statements = None
     out = []
     for c in [int(x) for x in args.clients.split(",")]:
         res = run(app, questions, c, args.duration)
