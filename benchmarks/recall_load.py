@@ -32,6 +32,10 @@ background thread keeps re-ingesting one conversation into a scratch bank throug
 For each client count, for each variant in turn (order alternating), ``N`` client threads
 post LoCoMo questions of the ingested banks back to back for ``--duration`` seconds;
 QPS = answered / seconds, p50/p95 of wall ms per request. Errors are counted and printed.
+Each variant's tier 1 is a Redis database of its own, emptied before each measurement, so
+no variant answers from promotions and cues another variant's questions left; within one
+measurement a question asked again (the list wraps past ``len(questions)`` answers) may be
+answered by tier 1, as a re-asked question is in service.
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ import time
 from pathlib import Path
 
 import httpx
+import redis
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -79,8 +84,16 @@ def parse_variant(name: str, tree: Path, defaults) -> dict:
             "gate": int(m[5]) if m[5] is not None else None}
 
 
-def start_api(s, v: dict, port: int) -> None:
-    """Start the variant's gunicorn on ``port`` and wait for /healthz."""
+def hot_db(s, index: int) -> str:
+    """The Redis URL of variant ``index``'s tier 1 (1-based): database ``index`` of the
+    stack's Redis, so one variant's promotions and cues never answer another's questions."""
+    base = s.redis_url.rsplit("/", 1)[0]
+    return f"{base}/{index}"
+
+
+def start_api(s, v: dict, port: int, index: int = 0) -> None:
+    """Start the variant's gunicorn on ``port`` and wait for /healthz; with ``index`` > 0
+    its tier 1 is Redis database ``index`` (:func:`hot_db`; the broker stays the stack's)."""
     from rcll.dev import processes, stack
 
     run_dir = s.run_dir.resolve()
@@ -94,6 +107,8 @@ def start_api(s, v: dict, port: int) -> None:
         env["RCLL_RECALL_MAX_IN_FLIGHT"] = str(v["gate"])
     if v.get("runtime"):
         env["RCLL_EMBED_RUNTIME"] = v["runtime"]
+    if index > 0:
+        env["RCLL_REDIS_URL"], env["RCLL_BROKER_URL"] = hot_db(s, index), s.broker
     cmd = [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}",
            "--workers", str(v["workers"]), "--threads", str(v["threads"]),
            "--timeout", "300", "api.app:create_app()"]
@@ -232,7 +247,7 @@ def main() -> None:
         ports = {}
         for i, v in enumerate(variants, 1):
             ports[v["name"]] = args.api_port + i
-            start_api(s, v, ports[v["name"]])
+            start_api(s, v, ports[v["name"]], i)
         for v in variants:  # every worker process loads its models before timing
             load(f"http://127.0.0.1:{ports[v['name']]}", questions[:50], 4 * v["workers"], 8)
         print(f"{len(questions)} questions over {len(ds.banks)} banks; variants "
@@ -253,6 +268,8 @@ def main() -> None:
                 for v in order:
                     qs = questions[offset:] + questions[:offset]
                     offset = (offset + 97) % len(questions)
+                    # tier 1 starts empty: a question is a re-ask only within this run
+                    redis.Redis.from_url(hot_db(s, variants.index(v) + 1)).flushdb()
                     res = load(f"http://127.0.0.1:{ports[v['name']]}", qs, c, args.duration)
                     res.update({"variant": v["name"], "round": r, "clients": c,
                                 "load_avg": os.getloadavg()[0]})

@@ -161,6 +161,9 @@ def main() -> None:
     ap.add_argument("--redis-port", type=int, default=56402)
     ap.add_argument("--switch-ms", type=float, default=None,
                     help="sys.setswitchinterval in ms (default: Python's 5)")
+    ap.add_argument("--activation", action="store_true",
+                    help="keep the cascade's activation on (promotion into tier 1, ACT-R "
+                         "activation, Hebbian co-recall), as a served API runs by default")
     ap.add_argument("--statements", action="store_true",
                     help="print the SQL statements (first 110 characters) of one recall "
                          "after the warm-up")
@@ -171,7 +174,7 @@ def main() -> None:
     _instrument()
     s = Settings(state_dir=Path(args.state_dir), pg_port=args.pg_port,
                  redis_url=f"redis://127.0.0.1:{args.redis_port}/0", query_cache_size=0,
-                 activation=False, auth=False)
+                 activation=args.activation, auth=False)
     ds = load_locomo(Path(args.data), bank_prefix="load-")
     ds.banks = dict(list(ds.banks.items())[:args.conversations])
     questions = [q for q in ds.questions if q.bank_id in ds.banks]

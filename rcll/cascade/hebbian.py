@@ -45,26 +45,41 @@ def _s(b: bytes | str) -> str:
     return b.decode() if isinstance(b, bytes) else b
 
 
+# One recall's co-recall in one server-side call (atomic, as MULTI/EXEC was): KEYS = the n
+# units' ``heb:`` keys, then ``hebk`` and the ``banks`` set; ARGV = the increment, the
+# partners kept, the bank id, then the n unit ids (in KEYS' order).
+_CO_RECALL = """
+local n = #KEYS - 2
+for i = 1, n do
+  for j = 1, n do
+    if i ~= j then redis.call('ZINCRBY', KEYS[i], ARGV[1], ARGV[3 + j]) end
+  end
+  redis.call('ZREMRANGEBYRANK', KEYS[i], 0, -(tonumber(ARGV[2]) + 1))
+end
+redis.call('SADD', KEYS[n + 1], unpack(ARGV, 4, 3 + n))
+redis.call('SADD', KEYS[n + 2], ARGV[3])
+return n * (n - 1)
+"""
+_script = None  # redis.commands.core.Script of _CO_RECALL (called with each caller's client)
+
+
 def co_recall(r: redis.Redis, prefix: str, bank_id: str, unit_ids: list[str]) -> int:
     """Strengthen the weights between the first :data:`MAX_UNITS_PER_RECALL` of
     ``unit_ids`` (returned together, best first): +1/(n − 1) per ordered pair, each unit's
-    partners cut to the :data:`MAX_PARTNERS` strongest. Returns the pairs touched."""
+    partners cut to the :data:`MAX_PARTNERS` strongest. One Lua call (:data:`_CO_RECALL`)
+    instead of n² commands: what a recall's after-response work costs the API's CPU is
+    mostly the Redis client's per-command packing and parsing. Returns the pairs touched."""
     ids = list(dict.fromkeys(str(u) for u in unit_ids))[:MAX_UNITS_PER_RECALL]
     n = len(ids)
     if n < 2:
         return 0
-    inc = 1.0 / (n - 1)
-    pipe = r.pipeline(transaction=True)
-    for u in ids:
-        key = _key(prefix, bank_id, f"heb:{u}")
-        for v in ids:
-            if v != u:
-                pipe.zincrby(key, inc, v)
-        pipe.zremrangebyrank(key, 0, -(MAX_PARTNERS + 1))  # keep the strongest
-    pipe.sadd(_key(prefix, bank_id, "hebk"), *ids)
-    pipe.sadd(f"{prefix}:banks", bank_id)
-    pipe.execute()
-    return n * (n - 1)
+    global _script
+    if _script is None:
+        _script = r.register_script(_CO_RECALL)
+    keys = [_key(prefix, bank_id, f"heb:{u}") for u in ids]
+    keys += [_key(prefix, bank_id, "hebk"), f"{prefix}:banks"]
+    return int(_script(keys=keys, args=[repr(1.0 / (n - 1)), MAX_PARTNERS, bank_id, *ids],
+                       client=r))
 
 
 def partners(r: redis.Redis, prefix: str, bank_id: str, unit_id: str,

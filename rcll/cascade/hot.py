@@ -98,6 +98,16 @@ def cue_weight(rank: int) -> float:
     return 1.0 - CUE_RANK_STEP * min(rank, CUE_RANK_CAP)
 
 
+def _cosines(raws: list[bytes], q: np.ndarray) -> np.ndarray:
+    """The cosine of each stored vector in ``raws`` (:func:`_f16` bytes, all of ``q``'s
+    dimension) to ``q`` (float32 (dim,), unit norm), as :func:`_cosine` gives one: float64
+    (len(raws),)."""
+    m = np.frombuffer(b"".join(raws), dtype="<f2").reshape(len(raws), -1).astype(np.float32)
+    norms = np.linalg.norm(m, axis=1)
+    dots = m @ q
+    return np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0).astype(np.float64)
+
+
 def _cosine(a: np.ndarray, b: np.ndarray) -> float:
     na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
     return float(a @ b) / (na * nb) if na and nb else 0.0
@@ -587,27 +597,29 @@ class HotTier:
         now = time.time() if now is None else now
         ids = list(dict.fromkeys(unit_ids))
         k = lambda n: self.key(bank_id, n)  # noqa: E731
-        pipe = self.r.pipeline(transaction=False)
-        pipe.zmscore(k("z"), ids)
-        want_cue = query_vector is not None and self.cues > 0
-        if want_cue:
-            for u in ids:
-                pipe.lrange(k(f"c:{u}"), 0, -1)
-        present, *cue_lists = pipe.execute()
+        present = self.r.zmscore(k("z"), ids)
+        rank_of = {u: rank for rank, u in enumerate(ids)}
         members = [u for u, p in zip(ids, present, strict=True) if p is not None]
+        want_cue = query_vector is not None and self.cues > 0 and bool(members)
         cue_of: dict[str, bool] = {}
         cue_bytes: dict[str, bytes] = {}
         dups: dict[str, list[bytes]] = {}
-        if want_cue:
+        if want_cue:  # the cues of the members only: the rest have none to compare
+            pipe = self.r.pipeline(transaction=False)
+            for u in members:
+                pipe.lrange(k(f"c:{u}"), 0, -1)
+            cue_lists = pipe.execute()
             q = np.asarray(query_vector, dtype=np.float32).reshape(-1)
             q = q / (float(np.linalg.norm(q)) or 1.0)
-            for rank, (u, p, cl) in enumerate(zip(ids, present, cue_lists, strict=True)):
-                if p is None:
-                    continue
+            held = [c for cl in cue_lists for c in cl]
+            # every held cue's cosine to the query in one product (a cue is stored scaled
+            # by its rank's weight: the cosine divides that out)
+            close = iter(_cosines(held, q) >= CUE_DUPLICATE_COSINE) if held else iter(())
+            for u, cl in zip(members, cue_lists, strict=True):
                 # a near-repeat of a cue the unit holds replaces it (the rank it carries
                 # is this answer's), so a unit never holds one question twice
-                dups[u] = [c for c in cl if _cosine(_from_f16(c), q) >= CUE_DUPLICATE_COSINE]
-                new = _f16(q, cue_weight(rank))
+                dups[u] = [c for c in cl if next(close)]
+                new = _f16(q, cue_weight(rank_of[u]))
                 cue_of[u] = dups[u] != [new]
                 cue_bytes[u] = new
         if members:
