@@ -261,6 +261,8 @@ def _portable(args: dict) -> dict:
     committed result names no machine's folders."""
     out = {}
     for k, v in args.items():
+        if isinstance(v, Path):
+            v = str(v)
         if isinstance(v, str) and v.startswith("/"):
             try:
                 v = os.path.relpath(v, ROOT)

@@ -59,6 +59,7 @@ import redis
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.ingest_documents import _portable as portable  # noqa: E402
 from benchmarks.ingest_throughput import THREAD_VARS, base_tree  # noqa: E402
 
 
@@ -306,7 +307,8 @@ def main() -> None:
         print(f"| {c} | " + " | ".join(row) + " |")
     if args.out:
         Path(args.out).write_text(json.dumps(
-            {"runs": results, "table": table, "variants": variants, "args": vars(args),
+            {"runs": results, "table": table,
+             "variants": [portable(v) for v in variants], "args": portable(vars(args)),
              "when": time.strftime("%Y-%m-%d %H:%M:%S")}, indent=2, default=str) + "\n")
 
 

@@ -30,8 +30,6 @@ from rcll.store.units import UnitDraft
 
 log = logging.getLogger(__name__)
 PROGRESS_EVERY = 50
-# items per chunk-stage transaction (store_group); a group that fails is redone item by item
-ITEM_GROUP = 25
 
 
 class TextDropped(ValueError):
@@ -116,7 +114,6 @@ class JobGone(Exception):
 
 
 ITEM_CONFLICT_RETRIES = 3
-CONFLICTS = (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure)
 
 
 def version_for(item: RetainItem, seq: int, index: int) -> units.DocumentVersion:
@@ -170,36 +167,13 @@ def store_item(ctx: RetainContext, bank_id: str, job_id: str, item: RetainItem,
     return result
 
 
-def store_group(ctx: RetainContext, bank_id: str, job_id: str, items: list[RetainItem],
-                start: int, conn: psycopg.Connection) -> list[units.VersionResult]:
-    """Apply ``items`` (items ``start``… of the job) as :func:`store_item` does, all in one
-    transaction on ``conn`` that locks the job row once: one BEGIN, lock and COMMIT for the
-    group instead of one per item. All or nothing: an error rolls the whole group back and
-    propagates (the caller then stores the group one item per transaction, so a bad item
-    fails alone and the others are replayed idempotently). After the commit the units the
-    versions replaced or re-scoped leave tier 1. Raises :class:`JobGone`."""
-    drafts = [drafts_for(item, ctx) for item in items]
-    with conn.transaction():
-        relaxed_commit(conn)
-        seq = jobs.lock_for_work(conn, job_id)
-        if seq is None:
-            raise JobGone(job_id)
-        results = [units.apply_version(conn, bank_id, job_id,
-                                       version_for(item, seq, start + i), d)
-                   for i, (item, d) in enumerate(zip(items, drafts, strict=True))]
-    left = [uid for r in results for uid in r.left]
-    if left:
-        invalidation.units_left(ctx.hot, bank_id, left)
-    return results
-
-
 def _store_with_retry(ctx: RetainContext, bank_id: str, job_id: str, item: RetainItem,
                       index: int, conn: psycopg.Connection | None = None) -> units.VersionResult:
     """:func:`store_item`, retried in place on a deadlock or serialization failure."""
     for attempt in range(ITEM_CONFLICT_RETRIES):
         try:
             return store_item(ctx, bank_id, job_id, item, index, conn)
-        except CONFLICTS:
+        except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure):
             if attempt == ITEM_CONFLICT_RETRIES - 1:
                 raise
     raise AssertionError("unreachable")
@@ -224,49 +198,28 @@ def run_chunk(ctx: RetainContext, job_id: str) -> dict | None:
     counts = {"items": len(raw_items), "items_done": 0, "units_created": 0, "units_skipped": 0,
               "items_failed": 0, "items_superseded": 0, "units_forgotten": 0}
     errors: list[str] = []
-
-    def add(res: units.VersionResult) -> None:
-        counts["units_created"] += res.created
-        counts["units_skipped"] += res.skipped
-        counts["items_superseded"] += res.superseded
-        counts["units_forgotten"] += res.forgotten
-
-    # one connection for the items (a pooled checkout costs a check round trip each); items
-    # go ITEM_GROUP at a time in one transaction (store_group), and a group that fails goes
-    # again one item per transaction, so one bad item loses only itself
+    # one connection for the items (a pooled checkout costs a check round trip each), one
+    # transaction per item; the progress update commits synchronously (relaxed_commit)
     with ctx.pool.connection() as conn:
-        for start in range(0, len(raw_items), ITEM_GROUP):
-            group = raw_items[start:start + ITEM_GROUP]
+        for n, raw in enumerate(raw_items, 1):
             try:
-                for res in store_group(ctx, bank_id, job_id,
-                                       [RetainItem(**raw) for raw in group], start, conn):
-                    add(res)
+                res = _store_with_retry(ctx, bank_id, job_id, RetainItem(**raw), n - 1, conn)
+                counts["units_created"] += res.created
+                counts["units_skipped"] += res.skipped
+                counts["items_superseded"] += res.superseded
+                counts["units_forgotten"] += res.forgotten
             except JobGone:
                 log.warning("retain job %s stopped at item %d: the job or its bank is gone",
-                            job_id, start)
+                            job_id, n - 1)
                 return None
-            except Exception as exc:
-                # an outage retries the stage; a conflict (deadlock, serialization) or a
-                # bad item: the group again one item per transaction (each retried in place)
-                if is_transient(exc) and not isinstance(exc, CONFLICTS):
+            except Exception as exc:  # one bad item must not lose the others
+                if is_transient(exc):
                     raise
-                for n, raw in enumerate(group, start):
-                    try:
-                        add(_store_with_retry(ctx, bank_id, job_id, RetainItem(**raw), n,
-                                              conn))
-                    except JobGone:
-                        log.warning("retain job %s stopped at item %d: the job or its bank "
-                                    "is gone", job_id, n)
-                        return None
-                    except Exception as item_exc:  # one bad item must not lose the others
-                        if is_transient(item_exc):
-                            raise
-                        log.exception("retain job %s item %d failed", job_id, n)
-                        counts["items_failed"] += 1
-                        errors.append(f"item {n}: {type(item_exc).__name__}: {item_exc}")
-            done = start + len(group)
-            counts["items_done"] = done
-            if done // PROGRESS_EVERY > start // PROGRESS_EVERY:
+                log.exception("retain job %s item %d failed", job_id, n - 1)
+                counts["items_failed"] += 1
+                errors.append(f"item {n - 1}: {type(exc).__name__}: {exc}")
+            counts["items_done"] = n
+            if n % PROGRESS_EVERY == 0:
                 with conn.transaction():  # its own transaction, not around the next items
                     jobs.progress(conn, job_id, counts)
     with ctx.pool.connection() as conn:

@@ -1,9 +1,7 @@
-"""The chunk stage stores a job's items in groups, one transaction each
-(rcll.retain.pipeline.store_group); a group whose transaction fails is stored again one
-item per transaction, so one bad item fails alone: the items before and after it in its
-group are stored once, and the job says which item failed."""
+"""The chunk stage stores each item of a job in a transaction of its own
+(rcll.retain.pipeline.run_chunk): an item whose transaction fails fails alone: the items
+before and after it are stored once each, and the job says which item failed."""
 
-from rcll.retain import pipeline
 from rcll.store import units
 
 
@@ -33,11 +31,11 @@ def _live(services, bank):
                ORDER BY d.document_id""", (bank,)).fetchall()]
 
 
-def test_one_bad_item_in_a_group_fails_alone(client, services, monkeypatch):
-    n = pipeline.ITEM_GROUP + 5  # the bad item sits in the first group, not at its edge
+def test_one_bad_item_fails_alone(client, services, monkeypatch):
+    n = 30
     bad = 7
     _fail_on(monkeypatch, f"note-{bad}")
-    r = client.post("/v1/default/banks/groups-bad/memories",
+    r = client.post("/v1/default/banks/items-bad/memories",
                     json={"items": _items(n), "async": False})
     assert r.status_code == 200, r.get_json()
     op = r.get_json()["operation"]
@@ -45,16 +43,16 @@ def test_one_bad_item_in_a_group_fails_alone(client, services, monkeypatch):
     assert op["counts"]["items_failed"] == 1
     assert op["counts"]["errors"][0].startswith(f"item {bad}: DivisionByZero")
     assert op["counts"]["units_created"] == n - 1
-    live = _live(services, "groups-bad")
+    live = _live(services, "items-bad")
     assert live == sorted(f"note-{i}" for i in range(n) if i != bad)  # each once
 
 
-def test_items_in_groups_are_stored_once_each(client, services):
-    n = pipeline.ITEM_GROUP + 7  # a full group and part of one
-    r = client.post("/v1/default/banks/groups-good/memories",
+def test_every_item_is_stored_once(client, services):
+    n = 32
+    r = client.post("/v1/default/banks/items-good/memories",
                     json={"items": _items(n), "async": False})
     assert r.status_code == 200, r.get_json()
     op = r.get_json()["operation"]
     assert op["state"] == "succeeded", op
     assert op["counts"]["items_done"] == n and op["counts"]["units_created"] == n
-    assert _live(services, "groups-good") == sorted(f"note-{i}" for i in range(n))
+    assert _live(services, "items-good") == sorted(f"note-{i}" for i in range(n))
