@@ -161,7 +161,7 @@ class Settings(BaseSettings):
         "(docs/decisions/0022-onnx-embedder.md).")
     embed_precision: Literal["fp32", "int8"] = Field(
         "fp32", description="RCLL_EMBED_PRECISION=fp32|int8 (onnx only): int8 is the fp32 "
-        "export dynamically quantised, about 2.4x faster but below torch on LongMemEval "
+        "export dynamically quantised, faster but below torch on LongMemEval "
         "(decision 0022); its vectors differ, so they are stored under their own "
         "stamp (<model>#int8, Settings.embedder_stamp): a bank embedded at one precision has "
         "no vectors for the other until `rcll embeddings rebuild`.")
