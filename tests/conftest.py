@@ -12,7 +12,10 @@ import os
 import shutil
 import socket
 import tempfile
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -24,6 +27,21 @@ from rcll.store import jobs, migrate
 
 ROOT = Path(__file__).resolve().parents[1]
 TEST_DB = "rcll_test"
+
+
+@contextmanager
+def serving(app, name: str = "test-http") -> Iterator[str]:
+    """Serve the WSGI ``app`` over HTTP on a free loopback port, in a daemon thread named
+    ``name``, for a real HTTP client (hindsight-client, httpx); yields its base URL
+    ``http://127.0.0.1:<port>`` and shuts the server down after."""
+    from werkzeug.serving import make_server
+
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    threading.Thread(target=server.serve_forever, name=name, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
 
 
 def free_port() -> int:

@@ -5,12 +5,10 @@ is seen by its process at once and by another within ``RCLL_BANK_ALIAS_CACHE_S``
 
 from __future__ import annotations
 
-import threading
 import time
 
 import psycopg
 import pytest
-from werkzeug.serving import make_server
 
 from rcll.bootstrap import Services
 from rcll.retain.models import RetainItem
@@ -25,7 +23,7 @@ from tests.access.conftest import (  # noqa: F401 (fixtures)
     enqueued,
     make_member,
 )
-from tests.conftest import db_counts, free_port
+from tests.conftest import db_counts, serving
 
 hs_models = pytest.importorskip("hindsight_client_api.models")
 
@@ -193,11 +191,8 @@ def test_access_applies_to_the_resolved_bank(api):  # noqa: F811 (the fixture im
 
 @pytest.fixture(scope="module")
 def base_url(app):
-    server = make_server("127.0.0.1", free_port(), app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, name="alias-http", daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
+    with serving(app, "alias-http") as url:
+        yield url
 
 
 def test_the_hindsight_client_manages_aliases(base_url, client):

@@ -8,11 +8,9 @@ first, and none of the inactive or out-of-scope ones."""
 from __future__ import annotations
 
 import json
-import threading
 import time
 
 import pytest
-from werkzeug.serving import make_server
 
 from tests.access.conftest import (  # noqa: F401  (fixtures)
     ADMIN,
@@ -24,7 +22,7 @@ from tests.access.conftest import (  # noqa: F401  (fixtures)
     make_member,
     share_models,
 )
-from tests.conftest import free_port
+from tests.conftest import serving
 
 hindsight_client = pytest.importorskip("hindsight_client")
 from hindsight_client import Hindsight  # noqa: E402
@@ -199,11 +197,8 @@ def test_directive_roles_admin_writes_read_lists(auth_app):  # noqa: F811
 
 @pytest.fixture(scope="module")
 def hs(app):
-    server = make_server("127.0.0.1", free_port(), app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, name="hs-directives", daemon=True)
-    thread.start()
-    yield Hindsight(base_url=f"http://127.0.0.1:{server.server_port}", timeout=60)
-    server.shutdown()
+    with serving(app, "hs-directives") as url:
+        yield Hindsight(base_url=url, timeout=60)
 
 
 def test_hindsight_client_directive_methods(hs, client):
@@ -254,11 +249,8 @@ def llm_served(settings, services, tmp_path_factory):
                                     "llm_max_retries": 0})
     svc = share_models(Services(s), services)
     app = create_app(settings=s, services=svc, enqueue=lambda *_: None)
-    server = make_server("127.0.0.1", free_port(), app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, name="hs-dir-llm", daemon=True)
-    thread.start()
-    yield app, Hindsight(base_url=f"http://127.0.0.1:{server.server_port}", timeout=60), path
-    server.shutdown()
+    with serving(app, "hs-dir-llm") as url:
+        yield app, Hindsight(base_url=url, timeout=60), path
     svc.close()
 
 

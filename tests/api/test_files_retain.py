@@ -5,14 +5,12 @@ nothing stored), the recovery sweep re-sending a lost convert step, and the real
 hindsight-client's retain_files."""
 
 import io
-import threading
 
 import pytest
-from werkzeug.serving import make_server
 
 from api.app import create_app
 from rcll.files.service import FileLimits, FileRetainService
-from tests.conftest import db_counts, wait_job
+from tests.conftest import db_counts, serving, wait_job
 from tests.retain import file_docs as docs
 
 PDF_PAGES = ["The harbour crane lifts forty tonnes on calm days.",
@@ -148,11 +146,8 @@ def test_a_lost_convert_message_is_resent_by_the_sweep(services, worker, client)
 
 @pytest.fixture()
 def http_url(app):
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
+    with serving(app, "files-http") as url:
+        yield url
 
 
 def test_hindsight_client_retain_files(http_url, tmp_path, client, services, worker):

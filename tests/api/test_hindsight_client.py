@@ -6,7 +6,6 @@ is printed at the end (``pytest -s``) and by ``scripts/hindsight_flow.py``.
 
 from __future__ import annotations
 
-import threading
 import warnings
 
 import pytest
@@ -15,20 +14,16 @@ hindsight_client = pytest.importorskip("hindsight_client")
 from hindsight_client import Hindsight  # noqa: E402
 from hindsight_client.hindsight_client import _run_async  # noqa: E402
 from hindsight_client_api.exceptions import ApiException  # noqa: E402
-from werkzeug.serving import make_server  # noqa: E402
 
-from tests.conftest import free_port  # noqa: E402
+from tests.conftest import serving  # noqa: E402
 
 BANK = "hs-quickstart"
 
 
 @pytest.fixture(scope="module")
 def base_url(app):
-    server = make_server("127.0.0.1", free_port(), app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, name="hs-http", daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
+    with serving(app, "hs-http") as url:
+        yield url
 
 
 class Flow:

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 import io
-import threading
 import time
 
 import pytest
-from werkzeug.serving import make_server
 
 from tests.access.conftest import (  # noqa: F401  (fixtures)
     ADMIN,
@@ -25,7 +23,7 @@ from tests.access.conftest import (  # noqa: F401  (fixtures)
     enqueued,
     make_member,
 )
-from tests.conftest import free_port, wait_job
+from tests.conftest import serving, wait_job
 
 hindsight_client = pytest.importorskip("hindsight_client")
 from hindsight_client import Hindsight  # noqa: E402
@@ -48,12 +46,8 @@ def paragraphs(tag: str, n: int = 3, words: int = 130) -> str:
 @pytest.fixture(scope="module")
 def hs(app):
     """The real Hindsight client against the suite's app, served over HTTP."""
-    server = make_server("127.0.0.1", free_port(), app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, name="hs-families", daemon=True)
-    thread.start()
-    client = Hindsight(base_url=f"http://127.0.0.1:{server.server_port}", timeout=60)
-    yield client
-    server.shutdown()
+    with serving(app, "hs-families") as url:
+        yield Hindsight(base_url=url, timeout=60)
 
 
 def retain(client, bank: str, items: list[dict]) -> dict:

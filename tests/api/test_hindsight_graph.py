@@ -7,11 +7,9 @@ who may not see a unit finds neither it nor an entity only it names; bad input i
 from __future__ import annotations
 
 import json
-import threading
 import uuid
 
 import pytest
-from werkzeug.serving import make_server
 
 from tests.access.conftest import (  # noqa: F401  (fixtures)
     ADMIN,
@@ -22,7 +20,7 @@ from tests.access.conftest import (  # noqa: F401  (fixtures)
     enqueued,
     make_member,
 )
-from tests.conftest import free_port
+from tests.conftest import serving
 
 pytest.importorskip("hindsight_client")
 from hindsight_client import Hindsight  # noqa: E402
@@ -36,11 +34,8 @@ TEXTS = ["Marta Quill met Oren Vale at the Lisbon harbour office on Monday.",
 
 @pytest.fixture(scope="module")
 def hs(app):
-    server = make_server("127.0.0.1", free_port(), app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, name="hs-graph", daemon=True)
-    thread.start()
-    yield Hindsight(base_url=f"http://127.0.0.1:{server.server_port}", timeout=60)
-    server.shutdown()
+    with serving(app, "hs-graph") as url:
+        yield Hindsight(base_url=url, timeout=60)
 
 
 @pytest.fixture(scope="module")

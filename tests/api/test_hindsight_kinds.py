@@ -20,7 +20,6 @@ from __future__ import annotations
 import inspect
 import io
 import re
-import threading
 from dataclasses import replace
 from types import SimpleNamespace
 from urllib.parse import quote
@@ -28,9 +27,8 @@ from urllib.parse import quote
 import httpx
 import pytest
 from click.testing import CliRunner
-from werkzeug.serving import make_server
 
-from tests.conftest import free_port, wait_job
+from tests.conftest import serving, wait_job
 
 hindsight_client = pytest.importorskip("hindsight_client")
 import hindsight_client_api.api as hs_api  # noqa: E402
@@ -150,21 +148,19 @@ def test_every_hindsight_answer_validates_against_the_client_models(client, work
     assert len(checked) >= 17
 
     # and the real client, over HTTP, on a bank with an uploaded file (the fault: it raised)
-    server = make_server("127.0.0.1", free_port(), client.application, threaded=True)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    hs = Hindsight(base_url=f"http://127.0.0.1:{server.server_port}", timeout=60)
-    try:
-        hs.retain("hs-kinds-client", "Ivo keeps the harbour log.")
-        up = client.post(B.format("hs-kinds-client") + "/files/retain", data={"files": [
-            (io.BytesIO(b"# Log\nThe harbour log lives in the tower."), "log.md")]},
-            content_type="multipart/form-data")
-        wait_job(client, "hs-kinds-client", up.get_json()["operation_ids"][0])
-        res = hs.recall("hs-kinds-client", "Where does the harbour log live?", budget="high")
-        assert any("tower" in r.text for r in res.results)
-        hs.delete_bank("hs-kinds-client")
-    finally:
-        hs.close()
-        server.shutdown()
+    with serving(client.application, "hs-kinds") as url:
+        hs = Hindsight(base_url=url, timeout=60)
+        try:
+            hs.retain("hs-kinds-client", "Ivo keeps the harbour log.")
+            up = client.post(B.format("hs-kinds-client") + "/files/retain", data={"files": [
+                (io.BytesIO(b"# Log\nThe harbour log lives in the tower."), "log.md")]},
+                content_type="multipart/form-data")
+            wait_job(client, "hs-kinds-client", up.get_json()["operation_ids"][0])
+            res = hs.recall("hs-kinds-client", "Where does the harbour log live?", budget="high")
+            assert any("tower" in r.text for r in res.results)
+            hs.delete_bank("hs-kinds-client")
+        finally:
+            hs.close()
 
 
 # -- 2. bank ids -------------------------------------------------------------------------------

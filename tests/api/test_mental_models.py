@@ -7,11 +7,9 @@ not see a unit never reads it through a model's content; bad input is a 4xx."""
 from __future__ import annotations
 
 import json
-import threading
 import uuid
 
 import pytest
-from werkzeug.serving import make_server
 
 from tests.access.conftest import (  # noqa: F401  (fixtures)
     ADMIN,
@@ -21,7 +19,7 @@ from tests.access.conftest import (  # noqa: F401  (fixtures)
     make_member,
     share_models,
 )
-from tests.conftest import free_port
+from tests.conftest import serving
 
 pytest.importorskip("hindsight_client")
 from hindsight_client import Hindsight  # noqa: E402
@@ -35,12 +33,6 @@ SCRIPTS = [
      "replies": [{"json": {"answer": "Quentin said: " + "; ".join(
          ["the vault code is 4417", "he met Oren at the tea shop"]), "used": [1, 2]}}]},
 ]
-
-
-def _serve(app):
-    server = make_server("127.0.0.1", free_port(), app, threaded=True)
-    threading.Thread(target=server.serve_forever, name="hs-mm", daemon=True).start()
-    return server
 
 
 def _llm_settings(s, tmp_path):
@@ -92,9 +84,8 @@ def test_crud_without_an_llm_through_hindsight_client(app, services):
     r = app.test_client().post(B.format(bank) + "/memories", json={
         "items": [{"content": "Frank lives in Oslo near the harbour."}], "async": False})
     assert r.status_code == 200, r.get_json()
-    server = _serve(app)
-    try:
-        hs = Hindsight(base_url=f"http://127.0.0.1:{server.server_port}", timeout=60)
+    with serving(app, "hs-mm") as url:
+        hs = Hindsight(base_url=url, timeout=60)
         made = hs.create_mental_model(bank, name="Where Frank lives",
                                       source_query="Where does Frank live?", tags=["people"],
                                       id="frank-home")
@@ -119,8 +110,6 @@ def test_crud_without_an_llm_through_hindsight_client(app, services):
         with pytest.raises(ApiException) as exc:
             hs.get_mental_model(bank, "frank-home")
         assert exc.value.status == 404 and "mental_model_not_found" in exc.value.body
-    finally:
-        server.shutdown()
     assert _audit(services, bank) == ["mental_model.create", "mental_model.update",
                                       "mental_model.clear", "mental_model.delete"]
     assert _history(services, bank, "frank-home") == []  # deleted with the model
@@ -133,9 +122,8 @@ def test_refresh_runs_reflect_through_litellm(llm_app):
     r = c.post(f"/banks/{bank}/retain", json={"async": False, "items": [
         {"content": "Frank lives in Oslo near the harbour.", "document_id": "f"}]})
     assert r.status_code == 200, r.get_json()
-    server = _serve(llm_app)
-    try:
-        hs = Hindsight(base_url=f"http://127.0.0.1:{server.server_port}", timeout=60)
+    with serving(llm_app, "hs-mm") as url:
+        hs = Hindsight(base_url=url, timeout=60)
         made = hs.create_mental_model(bank, name="Frank", source_query="Where does Frank live?")
         mid = made.mental_model_id
         got = hs.get_mental_model(bank, mid)
@@ -152,8 +140,6 @@ def test_refresh_runs_reflect_through_litellm(llm_app):
             ("clear", None), ("refresh", "Frank lives in Oslo."),
             ("refresh", "Frank lives in Oslo.")]
         assert hist[0]["previous_content"] == "Frank lives in Oslo."
-    finally:
-        server.shutdown()
     assert _history(svc, bank, mid) == [("refresh", "Frank lives in Oslo."),
                                         ("refresh", "Frank lives in Oslo."), ("clear", None)]
     assert _audit(svc, bank) == ["mental_model.create", "mental_model.refresh",

@@ -19,7 +19,6 @@ from datetime import UTC, datetime, timedelta
 from urllib.parse import quote
 
 import pytest
-from werkzeug.serving import make_server
 
 from rcll.dev import processes, stack
 from tests.access.conftest import (  # noqa: F401  (fixtures)
@@ -32,7 +31,7 @@ from tests.access.conftest import (  # noqa: F401  (fixtures)
     make_member,
     share_models,
 )
-from tests.conftest import free_port, wait_job
+from tests.conftest import serving, wait_job
 
 hindsight_client = pytest.importorskip("hindsight_client")
 from hindsight_client import Hindsight  # noqa: E402
@@ -88,12 +87,8 @@ def log_app(log_svc, log_worker):
 
 @pytest.fixture(scope="module")
 def hs(log_app):
-    server = make_server("127.0.0.1", free_port(), log_app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, name="hs-llm-log", daemon=True)
-    thread.start()
-    client = Hindsight(base_url=f"http://127.0.0.1:{server.server_port}", timeout=60)
-    yield client
-    server.shutdown()
+    with serving(log_app, "hs-llm-log") as url:
+        yield Hindsight(base_url=url, timeout=60)
 
 
 def requests_of(client, bank: str, query: str = "", want: int = 0, timeout_s: float = 30,
