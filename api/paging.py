@@ -4,7 +4,7 @@ the ``total`` in every list response."""
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from flask import request
 
@@ -66,6 +66,28 @@ def datetime_param(name: str) -> datetime | None:
         raise APIError(400, "invalid_request", f"{name} must be an ISO 8601 date-time",
                        {"field": name})
     return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+STATS_PERIODS = {"1d": (timedelta(days=1), "hour"), "7d": (timedelta(days=7), "day"),
+                 "30d": (timedelta(days=30), "day")}
+"""A stats route's ``?period=``: how far back, and the bucket (PostgreSQL ``date_trunc``)."""
+
+
+def stats_period(default: str = "7d") -> tuple[str, datetime, str]:
+    """``?period=`` of a stats route (:data:`STATS_PERIODS`; absent: ``default``) as
+    ``(period, start, trunc)``: the start is now minus the period (UTC), ``trunc`` the
+    bucket. 400 ``invalid_request`` naming the field for any other value."""
+    period = request.args.get("period") or default
+    if period not in STATS_PERIODS:
+        raise APIError(400, "invalid_request", "period must be 1d, 7d or 30d",
+                       {"field": "period"})
+    span, trunc = STATS_PERIODS[period]
+    return period, datetime.now(UTC) - span, trunc
+
+
+def iso(value: datetime | None) -> str | None:
+    """``value`` in ISO 8601, ``None`` kept."""
+    return value.isoformat() if value is not None else None
 
 
 def page_body(key: str, rows: list, limit: int, offset: int, total: int) -> dict:

@@ -7,7 +7,6 @@ record which transport (HTTP, MCP, CLI) a change came by: ``transport`` is
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from flask import Blueprint, jsonify, request
@@ -18,14 +17,12 @@ from api.auth import principal, requires
 from api.deps import services
 from api.errors import APIError
 from api.openapi import doc
-from api.paging import datetime_param, page_params, search_param
+from api.paging import datetime_param, iso, page_params, search_param, stats_period
 from api.schemas import check_bank_id
 
 bp = Blueprint("audit_logs", __name__)
 LOGS = "/v1/default/banks/<bank_id>/audit-logs"
 TRANSPORT = "unrecorded"
-PERIODS = {"1d": (timedelta(days=1), "hour"), "7d": (timedelta(days=7), "day"),
-           "30d": (timedelta(days=30), "day")}
 MAX_ACTION_CHARS = 200
 
 
@@ -91,10 +88,6 @@ class AuditStatsQuery(BaseModel):
     period: Literal["1d", "7d", "30d"] | None = None
 
 
-def _iso(v: datetime | None) -> str | None:
-    return v.isoformat() if v is not None else None
-
-
 def _action() -> str | None:
     return search_param("action", MAX_ACTION_CHARS)
 
@@ -104,7 +97,7 @@ _when = datetime_param
 
 def summary(row: dict) -> dict:
     """An audit row in Hindsight's ``AuditLogSummary`` shape, RCLL's fields beside."""
-    at = _iso(row["at"])
+    at = iso(row["at"])
     return {"id": str(row["id"]), "action": row["action"], "transport": TRANSPORT,
             "bank_id": row["bank_id"], "started_at": at, "ended_at": at, "duration_ms": None,
             "metadata": {"actor": row["actor"], "unit_id": row["unit_id"]},
@@ -143,12 +136,7 @@ def audit_log_stats(bank_id: str):
     ``action`` (only that one). Buckets (UTC, oldest first) without an entry are left
     out."""
     check_bank_id(bank_id)
-    period = request.args.get("period") or "7d"
-    if period not in PERIODS:
-        raise APIError(400, "invalid_request", "period must be 1d, 7d or 30d",
-                       {"field": "period"})
-    span, trunc = PERIODS[period]
-    start = datetime.now(UTC) - span
+    period, start, trunc = stats_period()
     buckets = services().access.audit_counts(principal(), bank_id, start, trunc, _action())
     return jsonify({"bank_id": bank_id, "period": period, "trunc": trunc,
                     "start": start.isoformat(), "buckets": buckets})

@@ -8,7 +8,7 @@ text (``input``/``output`` are null) and no span tree (``span_id`` is the row's 
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC
 from typing import Any, Literal
 
 from flask import Blueprint, jsonify, request
@@ -18,13 +18,11 @@ from api.auth import principal, requires
 from api.deps import services
 from api.errors import APIError
 from api.openapi import doc
-from api.paging import datetime_param, page_params, search_param
+from api.paging import datetime_param, iso, page_params, search_param, stats_period
 from api.schemas import check_bank_id
 
 bp = Blueprint("llm_requests", __name__)
 REQUESTS = "/v1/default/banks/<bank_id>/llm-requests"
-PERIODS = {"1d": (timedelta(days=1), "hour"), "7d": (timedelta(days=7), "day"),
-           "30d": (timedelta(days=30), "day")}
 MAX_FILTER_CHARS = 512
 BOOLEANS = {"true": True, "false": False}
 
@@ -118,17 +116,13 @@ class LLMRequestStatsQuery(BaseModel):
     period: Literal["1d", "7d", "30d"] | None = None
 
 
-def _iso(v: datetime | None) -> str | None:
-    return v.isoformat() if v is not None else None
-
-
 def entry(row: dict) -> dict:
     """A log row in Hindsight's ``LLMRequestEntry`` shape."""
     return {"id": str(row["id"]), "bank_id": row["bank_id"], "operation": row["operation"],
             "scope": row["scope"], "trace_id": row["trace_id"], "span_id": str(row["id"]),
             "parent_span_id": None, "provider": row["provider"], "model": row["model"],
-            "status": row["status"], "started_at": _iso(row["started_at"]),
-            "ended_at": _iso(row["ended_at"]), "duration_ms": row["duration_ms"],
+            "status": row["status"], "started_at": iso(row["started_at"]),
+            "ended_at": iso(row["ended_at"]), "duration_ms": row["duration_ms"],
             "input_tokens": row["input_tokens"], "output_tokens": row["output_tokens"],
             "cached_tokens": None, "thoughts_tokens": None,
             "total_tokens": row["input_tokens"] + row["output_tokens"],
@@ -192,12 +186,7 @@ def llm_request_stats(bank_id: str):
     (daily); ``operation``, ``call_type`` as the list. Buckets (UTC, oldest first) without
     a call are left out."""
     check_bank_id(bank_id)
-    period = request.args.get("period") or "7d"
-    if period not in PERIODS:
-        raise APIError(400, "invalid_request", "period must be 1d, 7d or 30d",
-                       {"field": "period"})
-    span, trunc = PERIODS[period]
-    start = datetime.now(UTC) - span
+    period, start, trunc = stats_period()
     rows = services().llm_requests.stats(principal(), bank_id, start, trunc,
                                          operation=_text("operation"),
                                          call_type=_text("call_type"))
