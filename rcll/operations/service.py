@@ -47,15 +47,7 @@ class OperationService:
         Raises 403 ``forbidden``, 404 ``operation_not_found``."""
         principal.require(bank_id, "read")
         with self._read() as conn:
-            try:
-                job = jobs.get(conn, operation_id, bank_id)
-            except JobNotFound:
-                found = [j for j in jobs.by_idempotency_key(conn, bank_id, operation_id,
-                                                             principal.member_id)
-                         if job_visible(principal, j)]
-                if not found:
-                    raise
-                job = found[0]
+            job = _find(conn, principal, bank_id, operation_id)
             rows, total = [], 0
             if job_visible(principal, job):
                 rows, total = item_errors.list_for_job(
@@ -95,17 +87,7 @@ class OperationService:
         or is an admin of the bank. Raises 404 ``operation_not_found``, 403
         ``forbidden``."""
         banks.get(conn, bank_id)
-        try:
-            jobs.get(conn, operation_id, bank_id)
-            job_id = operation_id
-        except JobNotFound:
-            found = [j for j in jobs.by_idempotency_key(conn, bank_id, operation_id,
-                                                         principal.member_id)
-                     if job_visible(principal, j)]
-            if not found:
-                raise
-            job_id = str(found[0]["id"])
-        job = jobs.lock(conn, job_id, bank_id)
+        job = jobs.lock(conn, str(_find(conn, principal, bank_id, operation_id)["id"]), bank_id)
         if not job_visible(principal, job) and not principal.can(bank_id, "admin"):
             raise Forbidden("this operation's items are not visible to this key; a bank "
                             "admin may change it", {"operation_id": str(job["id"])})
@@ -188,3 +170,19 @@ class OperationService:
             audit.record(conn, principal.member_id, "operation.delete", bank_id, None,
                          {"operation_id": job_id, "state": job["state"], "kind": job["kind"]})
         return {"operation_id": job_id, "state": job["state"], "cancelled": active}
+
+
+def _find(conn: Connection, principal: Principal, bank_id: str, operation_id: str) -> dict:
+    """The job of ``bank_id`` named by ``operation_id``: its id, else Hindsight's
+    caller-chosen key (the idempotency key) among the jobs ``principal`` may see (the key is
+    a hidden submitter's own text). Raises 404 ``operation_not_found``
+    (:class:`~rcll.errors.JobNotFound`)."""
+    try:
+        return jobs.get(conn, operation_id, bank_id)
+    except JobNotFound:
+        found = [j for j in jobs.by_idempotency_key(conn, bank_id, operation_id,
+                                                     principal.member_id)
+                 if job_visible(principal, j)]
+        if not found:
+            raise
+        return found[0]
