@@ -123,7 +123,8 @@ class RetainService:
         so the stored job — and its idempotency request hash — holds the values its units
         get.
 
-        ``async_``: enqueue the first stage after commit (the job is ``queued``); otherwise
+        ``async_``: enqueue the first stage after commit and return the job as committed
+        (``queued``, though a worker may already have taken it); otherwise
         run every stage here and return the ended job. A repeated key returns the first job
         (``created=False``), re-enqueued if its enqueue had failed. Raises
         :class:`~rcll.errors.Rejected`: ``400 unknown_purpose``, ``400 invalid_purposes``,
@@ -148,12 +149,14 @@ class RetainService:
                            f"async=false takes at most {self.limits.sync_max_items} items; "
                            "send async", {"items": len(items), "max": self.limits.sync_max_items})
         items = self.with_access(bank_id, items, principal)
+        submitted = None
         with self.pool.connection() as conn:
             actor = principal.member_id if principal is not None else None
             job, created = submit_retain(conn, bank_id, items, idempotency_key, actor=actor)
             if created:
                 audit.record(conn, actor, "retain", bank_id, None,
                              {"operation_id": str(job["id"]), "items": len(items)})
+                submitted = jobs.get(conn, job["id"])
         job_id = str(job["id"])
         if not created and job["state"] == "failed":  # a retry of a job never enqueued
             with self.pool.connection() as conn:
@@ -163,6 +166,10 @@ class RetainService:
                 send_after_commit(self.enqueue, self.context, stages.first().task_name, job_id,
                                   message="could not enqueue the job; retry later with the "
                                           "same key")
+                if submitted is not None:
+                    # the job as committed: a worker may already have taken it, and the
+                    # answer to an async submit says it was accepted (queued), not a race
+                    return submitted, created
             else:
                 stages.run_sync(self.context(), job_id)
         with self.pool.connection() as conn:

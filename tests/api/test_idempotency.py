@@ -93,3 +93,28 @@ def test_reused_key_with_a_different_body_is_409_and_stores_nothing(client, work
             "SELECT text FROM memory_units WHERE bank_id = %s", (bank,)).fetchall()]
     assert texts == ["idempotent item"]
     assert db_counts(services, bank)["jobs"] == 1
+
+
+def test_async_answer_is_the_job_as_committed_even_when_a_worker_is_faster(services):
+    """The answer to an async retain says the job was accepted (``queued``) even when the
+    worker has already run it to the end before the answer is written: here the enqueuer
+    runs every stage in-process before it returns."""
+    from api.app import create_app
+    from rcll.retain import stages
+
+    ran = []
+
+    def instant(task: str, job_id: str) -> None:
+        stages.run_sync(services.retain_context(), job_id)
+        ran.append(job_id)
+
+    c = create_app(services=services, enqueue=instant).test_client()
+    bank = "idem-fast-worker"
+    r = c.post(f"/v1/default/banks/{bank}/memories",
+               json={"items": [{"content": "The fast worker finished first."}]})
+    assert r.status_code == 200, r.get_json()
+    body = r.get_json()
+    assert ran == [body["operation_id"]]
+    assert body["state"] == "queued" and body["async"] is True
+    got = c.get(f"/v1/default/banks/{bank}/operations/{body['operation_id']}").get_json()
+    assert got["state"] == "succeeded"
