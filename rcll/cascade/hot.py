@@ -126,17 +126,79 @@ CHANGE_LOG_KEEP = 4096
 """Changes kept in ``chg`` beyond the newest; a process whose cache is older reloads."""
 
 # Atomically: bump the bank's change counter and stamp the given units with it (inside the
-# caller's MULTI, so data and stamp land together and a reader's snapshot sees both or
-# neither). Trims the change log now and then.
-_BUMP = f"""
-local s = redis.call('INCR', KEYS[1])
-for i = 1, #ARGV do redis.call('ZADD', KEYS[2], s, ARGV[i]) end
-local floor = tonumber(redis.call('GET', KEYS[3]) or '0')
-if s - floor > {2 * CHANGE_LOG_KEEP} then
-  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', '(' .. (s - {CHANGE_LOG_KEEP}))
-  redis.call('SET', KEYS[3], s - {CHANGE_LOG_KEEP})
+# caller's MULTI or script, so data and stamp land together and a reader's snapshot sees
+# both or neither). Trims the change log now and then. One Lua function, used by _BUMP and
+# by the scripts below that change units.
+_BUMP_FN = f"""
+local function bump(seq_key, chg_key, floor_key, ids)
+  local s = redis.call('INCR', seq_key)
+  for i = 1, #ids do redis.call('ZADD', chg_key, s, ids[i]) end
+  local floor = tonumber(redis.call('GET', floor_key) or '0')
+  if s - floor > {2 * CHANGE_LOG_KEEP} then
+    redis.call('ZREMRANGEBYSCORE', chg_key, '-inf', '(' .. (s - {CHANGE_LOG_KEEP}))
+    redis.call('SET', floor_key, s - {CHANGE_LOG_KEEP})
+  end
+  return s
 end
-return s
+"""
+_BUMP = _BUMP_FN + "return bump(KEYS[1], KEYS[2], KEYS[3], ARGV)\n"
+
+# The cues of the tier-1 members among n unit ids, in one call (HotTier.record_use reads
+# them to find near-repeats of the query): KEYS = ``z``, then the n units' ``c:`` keys;
+# ARGV = the n unit ids. Returns, per id in order, 0 when it is not a member, else its
+# cue list (newest first).
+_MEMBER_CUES = """
+local out = {}
+for i = 1, #ARGV do
+  if redis.call('ZSCORE', KEYS[1], ARGV[i]) then
+    out[i] = redis.call('LRANGE', KEYS[i + 1], 0, -1)
+  else
+    out[i] = 0
+  end
+end
+return out
+"""
+
+# One recall's uses of m tier-1 members in one call (atomic, as MULTI/EXEC was):
+# KEYS = ``n``, ``f``, ``seq``, ``chg``, ``floor``, then per member its ``t:`` and ``c:``
+# keys; ARGV = now, history kept, cues kept, m, then per member: its id, the new cue (''
+# for none), d, and the d held cues the new one replaces. Per member: a use at now (history
+# trimmed, count + 1, first use set if unset) and its cue written; units whose cues changed
+# get one change-log stamp. Returns per member ``{count, first use, recent use times}`` —
+# its history after the write, from which the caller computes B.
+_RECORD_USE = _BUMP_FN + """
+local now, hist, ncues, m = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local a, cued, out = 5, {}, {}
+for j = 1, m do
+  local u, cue, d = ARGV[a], ARGV[a + 1], tonumber(ARGV[a + 2])
+  local tk, ck = KEYS[4 + 2 * j], KEYS[5 + 2 * j]
+  redis.call('LPUSH', tk, now)
+  redis.call('LTRIM', tk, 0, hist - 1)
+  local n = redis.call('HINCRBY', KEYS[1], u, 1)
+  redis.call('HSETNX', KEYS[2], u, now)
+  if cue ~= '' then
+    for i = 1, d do redis.call('LREM', ck, 0, ARGV[a + 2 + i]) end
+    redis.call('LPUSH', ck, cue)
+    redis.call('LTRIM', ck, 0, ncues - 1)
+    cued[#cued + 1] = u
+  end
+  a = a + 3 + d
+  out[j] = {n, redis.call('HGET', KEYS[2], u), redis.call('LRANGE', tk, 0, -1)}
+end
+if #cued > 0 then bump(KEYS[3], KEYS[4], KEYS[5], cued) end
+return out
+"""
+
+# What a process caches of n units, in one call: KEYS = ``v``, ``m``, then the n units'
+# ``c:`` keys; ARGV = the n unit ids. Returns per id ``{vector or false, scope JSON or
+# false, cue list}``.
+_LOAD = """
+local out = {}
+for i = 1, #ARGV do
+  out[i] = {redis.call('HGET', KEYS[1], ARGV[i]), redis.call('HGET', KEYS[2], ARGV[i]),
+            redis.call('LRANGE', KEYS[i + 2], 0, -1)}
+end
+return out
 """
 
 
@@ -314,6 +376,9 @@ class HotTier:
         self.capacity, self.history, self.decay, self.cues = capacity, history, decay, cues
         self.prefix = prefix
         self._bump = self.r.register_script(_BUMP)
+        self._member_cues = self.r.register_script(_MEMBER_CUES)
+        self._record_use = self.r.register_script(_RECORD_USE)
+        self._load_script = self.r.register_script(_LOAD)
         self._lock = threading.Lock()
         self._cache: OrderedDict[str, _BankCache] = OrderedDict()
         # rcll.replica.ReplicaRouter when a read replica is configured: the invalidation
@@ -446,12 +511,10 @@ class HotTier:
         ids no longer in Redis are removed."""
         if not ids:
             return
-        pipe = self.r.pipeline(transaction=False)
-        pipe.hmget(self.key(bank_id, "v"), ids).hmget(self.key(bank_id, "m"), ids)
-        for u in ids:
-            pipe.lrange(self.key(bank_id, f"c:{u}"), 0, -1)
-        vecs, metas, *cues = pipe.execute()
-        for u, v, m, c in zip(ids, vecs, metas, cues, strict=True):
+        rows = self._load_script(
+            keys=[self.key(bank_id, "v"), self.key(bank_id, "m"),
+                  *[self.key(bank_id, f"c:{u}") for u in ids]], args=ids)
+        for u, (v, m, c) in zip(ids, rows, strict=True):
             if v is None or m is None:
                 cache.remove(u)
                 continue
@@ -597,48 +660,48 @@ class HotTier:
         now = time.time() if now is None else now
         ids = list(dict.fromkeys(unit_ids))
         k = lambda n: self.key(bank_id, n)  # noqa: E731
-        present = self.r.zmscore(k("z"), ids)
         rank_of = {u: rank for rank, u in enumerate(ids)}
-        members = [u for u, p in zip(ids, present, strict=True) if p is not None]
-        want_cue = query_vector is not None and self.cues > 0 and bool(members)
-        cue_of: dict[str, bool] = {}
-        cue_bytes: dict[str, bytes] = {}
-        dups: dict[str, list[bytes]] = {}
-        if want_cue:  # the cues of the members only: the rest have none to compare
-            pipe = self.r.pipeline(transaction=False)
-            for u in members:
-                pipe.lrange(k(f"c:{u}"), 0, -1)
-            cue_lists = pipe.execute()
+        want_cue = query_vector is not None and self.cues > 0
+        if want_cue:  # membership and the members' cues in one call
+            held_by = self._member_cues(keys=[k("z"), *[k(f"c:{u}") for u in ids]], args=ids)
+            members = [u for u, cl in zip(ids, held_by, strict=True) if cl != 0]
+            cue_lists = [cl for cl in held_by if cl != 0]
+        else:
+            present = self.r.zmscore(k("z"), ids)
+            members = [u for u, p in zip(ids, present, strict=True) if p is not None]
+        if not members:
+            hebbian.co_recall(self.r, self.prefix, bank_id, ids)
+            return
+        keys = [k("n"), k("f"), k("seq"), k("chg"), k("floor")]
+        args: list = [repr(now), self.history, self.cues, len(members)]
+        if want_cue:
             q = np.asarray(query_vector, dtype=np.float32).reshape(-1)
             q = q / (float(np.linalg.norm(q)) or 1.0)
             held = [c for cl in cue_lists for c in cl]
             # every held cue's cosine to the query in one product (a cue is stored scaled
             # by its rank's weight: the cosine divides that out)
             close = iter(_cosines(held, q) >= CUE_DUPLICATE_COSINE) if held else iter(())
-            for u, cl in zip(members, cue_lists, strict=True):
-                # a near-repeat of a cue the unit holds replaces it (the rank it carries
-                # is this answer's), so a unit never holds one question twice
-                dups[u] = [c for c in cl if next(close)]
-                new = _f16(q, cue_weight(rank_of[u]))
-                cue_of[u] = dups[u] != [new]
-                cue_bytes[u] = new
-        if members:
-            pipe = self.r.pipeline(transaction=True)
-            for u in members:
-                pipe.lpush(k(f"t:{u}"), repr(now)).ltrim(k(f"t:{u}"), 0, self.history - 1)
-                pipe.hincrby(k("n"), u, 1).hsetnx(k("f"), u, repr(now))
-                if cue_of.get(u):
-                    for c in dups.get(u, ()):
-                        pipe.lrem(k(f"c:{u}"), 0, c)
-                    pipe.lpush(k(f"c:{u}"), cue_bytes[u]).ltrim(k(f"c:{u}"), 0, self.cues - 1)
-            cued = [u for u in members if cue_of.get(u)]
-            if cued:
-                self._bump_in(pipe, bank_id, cued)
-            pipe.execute()
-            acts = self._activations(bank_id, members, now)
-            fresh = {u: b for u, b in acts.items() if b is not None}
-            if fresh:
-                self.r.zadd(k("z"), fresh, xx=True)  # xx: a unit evicted meanwhile stays out
+        for j, u in enumerate(members):
+            keys += [k(f"t:{u}"), k(f"c:{u}")]
+            if not want_cue:
+                args += [u, b"", 0]
+                continue
+            # a near-repeat of a cue the unit holds replaces it (the rank it carries is
+            # this answer's), so a unit never holds one question twice
+            dups = [c for c in cue_lists[j] if next(close)]
+            new = _f16(q, cue_weight(rank_of[u]))
+            if dups == [new]:  # the same cue, at the same rank: nothing to write
+                args += [u, b"", 0]
+            else:
+                args += [u, new, len(dups), *dups]
+        histories = self._record_use(keys=keys, args=args)
+        fresh = {}
+        for u, (count, first, recent) in zip(members, histories, strict=True):
+            b = self._b(([float(x) for x in recent], int(count or 0), float(first)), now)
+            if b is not None:
+                fresh[u] = b
+        if fresh:
+            self.r.zadd(k("z"), fresh, xx=True)  # xx: a unit evicted meanwhile stays out
         hebbian.co_recall(self.r, self.prefix, bank_id, ids)
 
     def forget_cues(self, bank_id: str) -> int:
