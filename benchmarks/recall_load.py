@@ -10,8 +10,11 @@ state in ``--state-dir``), ingests the first ``--conversations`` LoCoMo conversa
 bank each; kept between runs, ``--fresh`` re-ingests), then starts one API per variant on
 its own port, all running at once:
 
-- ``before``: the branch point's code (``git archive`` of ``--base``) as ``rcll serve``
-  ran it: gunicorn 1 worker x 4 threads, torch's default threads (one per core);
+- ``before``: the branch point's code (``git archive`` of ``--base``) with this
+  checkout's process defaults (as ``after``), so the two differ in code only;
+- ``filed``: the ``--base`` code with the process settings ``rcll serve`` then used (1
+  worker x 4 threads, torch's default threads, no micro-batching): with ``--base`` the
+  commit main was at when an issue was filed, that issue's "today";
 - ``after``: this checkout with its defaults (``RCLL_API_WORKERS`` x ``RCLL_API_THREADS``,
   ``RCLL_TORCH_THREADS``);
 - ``wWxTtK`` (e.g. ``w2x4t1``): this checkout, W gunicorn workers x T threads, torch K
@@ -66,6 +69,8 @@ from benchmarks.ingest_throughput import THREAD_VARS, base_tree  # noqa: E402
 def parse_variant(name: str, tree: Path, defaults) -> dict:
     """``{"name", "tree", "workers", "threads", "torch", "batch"}`` for a variant name."""
     if name == "before":
+        return {**parse_variant("after", tree, defaults), "name": name, "tree": tree}
+    if name == "filed":
         return {"name": name, "tree": tree, "workers": 1, "threads": 4, "torch": 0,
                 "batch": 0, "gate": None}
     if name == "today":
@@ -77,7 +82,7 @@ def parse_variant(name: str, tree: Path, defaults) -> dict:
                 "batch": defaults.query_batch_wait_ms, "gate": None}
     m = re.fullmatch(r"w(\d+)x(\d+)t(\d+)(?:b(\d*))?(?:g(\d+))?", name)
     if not m:
-        raise SystemExit(f"unknown variant {name!r}: before, today, after or "
+        raise SystemExit(f"unknown variant {name!r}: before, filed, today, after or "
                          "wWxTtK[b[M]][gN]")
     batch = 0 if m[4] is None else (int(m[4]) if m[4] else 2)
     return {"name": name, "tree": ROOT, "workers": int(m[1]), "threads": int(m[2]),

@@ -53,7 +53,7 @@ def _instrument() -> None:
         if log is not None:
             stmt = a[1] if len(a) > 1 else ""
             stmt = stmt.decode() if isinstance(stmt, bytes) else str(stmt)
-            log.append(" ".join(stmt.split())[:110])
+            log.append([" ".join(stmt.split())[:110], None])
 
     def wrap(fn, gen=False):
         if gen:
@@ -64,11 +64,15 @@ def _instrument() -> None:
 
         def timed(*a, **kw):
             note(a)
+            log = getattr(_local, "statements", None)
             t = time.perf_counter()
             try:
                 return fn(*a, **kw)
             finally:
-                _local.sql = getattr(_local, "sql", 0.0) + time.perf_counter() - t
+                dt = time.perf_counter() - t
+                _local.sql = getattr(_local, "sql", 0.0) + dt
+                if log:
+                    log[-1][1] = dt * 1000
         return timed
 
     psycopg.Cursor.execute = wrap(psycopg.Cursor.execute)
@@ -166,7 +170,7 @@ def main() -> None:
                          "activation, Hebbian co-recall), as a served API runs by default")
     ap.add_argument("--statements", action="store_true",
                     help="print the SQL statements (first 110 characters) of one recall "
-                         "after the warm-up")
+                         "after the warm-up, with each one's wall ms")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     if args.switch_ms is not None:
@@ -187,12 +191,12 @@ def main() -> None:
     run(app, questions[:30], 2, 5)  # warm up
     if args.statements:
         _local.statements = []
-        q = questions[0]
+        q = questions[-1]  # not asked in the warm-up: the cold path
         app.test_client().post(f"/v1/default/banks/{q.bank_id}/memories/recall",
                                json={"query": q.query, "limit": 50})
         print(f"one recall, {len(_local.statements)} round trips:")
-        for i, stmt in enumerate(_local.statements, 1):
-            print(f"  {i:2d} {stmt}")
+        for i, (stmt, ms) in enumerate(_local.statements, 1):
+            print(f"  {i:2d} {'' if ms is None else f'{ms:5.1f} ms'} {stmt}")
         _local.statements = None
     out = []
     for c in [int(x) for x in args.clients.split(",")]:

@@ -69,14 +69,14 @@ def _run(task, stage: Stage, job_id: str) -> Stage | None:
     except Exception as exc:
         if not is_transient(exc):
             log.exception("%s failed for job %s", stage.name, job_id)
-            pipeline.fail(ctx, job_id, f"{stage.name}: {type(exc).__name__}: {exc}")
+            pipeline.fail(ctx.pool, job_id, f"{stage.name}: {type(exc).__name__}: {exc}")
             raise
         delay = stages.retry_delay(task.request.retries)  # database away: wait and resume
         if delay is not None:
             log.warning("%s for job %s: database unavailable (%s); retry in %s s",
                         stage.name, job_id, exc, delay)
             raise task.retry(exc=exc, countdown=delay, max_retries=len(stages.RETRY_DELAYS_S))
-        pipeline.fail(ctx, job_id, f"{stage.name}: database unavailable: {exc}")
+        pipeline.fail(ctx.pool, job_id, f"{stage.name}: database unavailable: {exc}")
         raise
 
 

@@ -69,7 +69,7 @@ class ConsolidateService:
             banks.get(conn, bank_id)
             return closet_jobs.create_job(conn, bank_id, room, hall, principal.member_id)
 
-        return submit_job(self.pool, self.enqueue, self._services.retain_context,
+        return submit_job(self.pool, self.enqueue,
                           stages.JOB_STEPS[closet_jobs.STAGE].task_name, create,
                           actor=principal.member_id, action="closets.create", bank_id=bank_id,
                           details={"room": room, "hall": hall}, what="closets job")

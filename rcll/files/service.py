@@ -205,7 +205,7 @@ class FileRetainService:
             except Exception as exc:
                 from rcll.retain import pipeline
 
-                pipeline.fail(self.retain.context(), job_id, f"enqueue failed: {exc}")
+                pipeline.fail(self.retain.pool, job_id, f"enqueue failed: {exc}")
                 log.warning("enqueue of file job %s failed: %s", job_id, exc)
                 raise Rejected(503, "queue_unavailable", "could not enqueue the file's job; "
                                "retry later", {"operation_id": job_id,

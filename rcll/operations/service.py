@@ -127,7 +127,7 @@ class OperationService:
             audit.record(conn, principal.member_id, "operation.retry", bank_id, None,
                          {"operation_id": job_id, "stage": stage or stages.first().name,
                           "retries": retried["counts"].get("retries")})
-        send_after_commit(enqueue, svc.retain_context, stages.by_name(stage).task_name, job_id,
+        send_after_commit(enqueue, svc.pool, stages.by_name(stage).task_name, job_id,
                           message="could not enqueue the operation; retry later")
         return job_json(principal, retried)
 

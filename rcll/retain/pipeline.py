@@ -341,9 +341,11 @@ def embed_missing(ctx: RetainContext, *, job_id: str | None = None, bank_id: str
             on_batch(written)
 
 
-def fail(ctx: RetainContext, job_id: str, error: str) -> None:
-    """End a job ``failed`` with ``error`` (a stage raised past its retries)."""
-    with ctx.pool.connection() as conn:
+def fail(pool: ConnectionPool, job_id: str, error: str) -> None:
+    """End a job ``failed`` with ``error`` (a stage raised past its retries, or its enqueue
+    was refused) unless it already ended. Needs only the pool, so the failure path never
+    waits for a retain context to be built (models, LLM client)."""
+    with pool.connection() as conn:
         try:
             job = jobs.get(conn, job_id)
         except Exception:

@@ -163,7 +163,7 @@ class RetainService:
                 created = jobs.requeue_failed_enqueue(conn, job_id)
         if created:
             if async_:
-                send_after_commit(self.enqueue, self.context, stages.first().task_name, job_id,
+                send_after_commit(self.enqueue, self.pool, stages.first().task_name, job_id,
                                   message="could not enqueue the job; retry later with the "
                                           "same key")
                 if submitted is not None:
@@ -220,7 +220,7 @@ class RetainService:
             audit.record(conn, actor, "document.reprocess", bank_id, None,
                          {"operation_id": str(job["id"]), "document_id": document_id,
                           "from_revision": doc["revision"]})
-        send_after_commit(self.enqueue, self.context, stages.first().task_name, str(job["id"]))
+        send_after_commit(self.enqueue, self.pool, stages.first().task_name, str(job["id"]))
         return job
 
     def retain_sync_sliced(self, bank_id: str, items: list[RetainItem], *,

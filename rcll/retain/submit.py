@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
 
     from rcll.access.principal import Principal
-    from rcll.retain.pipeline import RetainContext
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +92,7 @@ def sliced_answer(bank_id: str, jobs_: list[dict], items_count: int,
     return out
 
 
-def send_after_commit(enqueue: Callable[[str, str], None], context: Callable[[], RetainContext],
+def send_after_commit(enqueue: Callable[[str, str], None], pool: ConnectionPool,
                       task_name: str, job_id: str, *, what: str = "job",
                       message: str = "could not enqueue the job; retry later",
                       details: dict | None = None) -> None:
@@ -107,13 +106,12 @@ def send_after_commit(enqueue: Callable[[str, str], None], context: Callable[[],
         from rcll.retain import pipeline
 
         log.warning("enqueue of %s %s failed: %s", what, job_id, exc)  # not in the body
-        pipeline.fail(context(), job_id, f"enqueue failed: {exc}")
+        pipeline.fail(pool, job_id, f"enqueue failed: {exc}")
         raise Rejected(503, "queue_unavailable", message,
                        details if details is not None else {"operation_id": job_id}) from exc
 
 
-def submit_job(pool: ConnectionPool, enqueue: Callable[[str, str], None],
-               context: Callable[[], RetainContext], task_name: str,
+def submit_job(pool: ConnectionPool, enqueue: Callable[[str, str], None], task_name: str,
                create: Callable[[Connection], dict], *, actor: str | None, action: str,
                bank_id: str, details: dict | None = None, what: str = "job") -> dict:
     """The job protocol of every request that hands work to the queue: in one transaction
@@ -124,5 +122,5 @@ def submit_job(pool: ConnectionPool, enqueue: Callable[[str, str], None],
         job = create(conn)
         audit.record(conn, actor, action, bank_id, None,
                      {"operation_id": str(job["id"]), **(details or {})})
-    send_after_commit(enqueue, context, task_name, str(job["id"]), what=what)
+    send_after_commit(enqueue, pool, task_name, str(job["id"]), what=what)
     return job
