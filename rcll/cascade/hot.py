@@ -650,9 +650,14 @@ class HotTier:
         """One retrieval that returned ``unit_ids`` (best first): for each of them in tier
         1, a use at ``now`` (history, count) and the query as a cue (replacing a cue it
         nearly repeats, :data:`CUE_DUPLICATE_COSINE`, so the cue carries this answer's
-        rank), then its stored B is
-        refreshed; Hebbian co-recall between all of ``unit_ids``
-        (:func:`rcll.cascade.hebbian.co_recall`), members of tier 1 or not."""
+        rank), then its stored B is refreshed; Hebbian co-recall between all of
+        ``unit_ids`` (:func:`rcll.cascade.hebbian.co_recall`), members of tier 1 or not.
+
+        Four Redis calls whatever the number of units: membership and the members' cues
+        (:data:`_MEMBER_CUES`), the uses and cues written with one change-log stamp
+        (:data:`_RECORD_USE`, atomic), the refreshed B (``ZADD XX``), co-recall. What
+        this work costs the API's CPU is mostly the Redis client's per-command packing
+        and parsing, so the commands per unit run server-side."""
         from rcll.cascade import hebbian
 
         if not unit_ids:

@@ -187,19 +187,27 @@ def recall(ctx: RecallContext, bank_id: str, q: RecallQuery,
         t = time.perf_counter()
         top = state.ranked[: state.pool_size()]
         rows = state.hydrate([uid for uid, _ in top])
-        for uid, ents in _entities(conn, [uid for uid, _ in top if uid in rows]).items():
-            rows[uid]["entities"] = ents
         if in_transaction is not None:
             in_transaction(conn, [uid for uid, _ in top if uid in rows])
+        # the budget cut needs each unit's text and tokens only: cut first, then read the
+        # entities of, and render, just the units kept (the pool is twice the limit)
+        t_cut = time.perf_counter()
+        pool = [{"id": uid, "score": score, "text": rows[uid]["text"],
+                 "tokens": rows[uid]["token_count"]} for uid, score in top if uid in rows]
+        kept, used = cut_to_budget(pool, q.max_tokens, q.limit, ctx.tokens)
+        timings["budget"] = _ms(t_cut)
+        for uid, ents in _entities(conn, [k["id"] for k in kept]).items():
+            rows[uid]["entities"] = ents
         timings["hydrate"] = _ms(t)
 
     ranks = {name: {c.unit_id: c for c in cands} for name, cands in ranked.items()}
-    ordered = [_render(rows[uid], uid, score, ranks, state.stage_scores.get(uid, {}),
-                       state.collapsed.get(uid, []), state.expanded_from.get(uid))
-               for uid, score in top if uid in rows]
-    t = time.perf_counter()
-    results, used = cut_to_budget(ordered, q.max_tokens, q.limit, ctx.tokens)
-    timings["budget"] = _ms(t)
+    results = []
+    for k in kept:
+        uid = k["id"]
+        out = _render(rows[uid], uid, k["score"], ranks, state.stage_scores.get(uid, {}),
+                      state.collapsed.get(uid, []), state.expanded_from.get(uid))
+        out["tokens"] = k["tokens"]  # counted by the cut when retain stored none
+        results.append(out)
     documents = _documents(results, state) if state.aggregation else None
     timings["total"] = _ms(t0)
 
