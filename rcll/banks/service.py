@@ -17,7 +17,7 @@ from rcll.access.principal import Principal
 from rcll.access.visibility import grants_filter, unit_filter
 from rcll.cascade import invalidation
 from rcll.errors import BankNotFound
-from rcll.store import audit, banks, documents
+from rcll.store import audit, banks, documents, mental_models
 from rcll.store.jobs import HINDSIGHT_STATUS
 
 if TYPE_CHECKING:
@@ -108,8 +108,10 @@ class BankService:
         return {**s, "operations_by_status": status}
 
     def delete(self, principal: Principal, bank_id: str, missing_ok: bool = False) -> bool:
-        """Delete the bank and everything in it (``admin``); audit ``bank.delete``; after the
-        commit tier 1 forgets the bank. Returns whether the bank existed. A bank that does
+        """Delete the bank and everything in it (``admin``); audit ``bank.delete``; models of
+        other banks that saw its units through tunnels lose their content in the same
+        transaction (:func:`rcll.store.mental_models.erase_seen`); after the commit tier 1
+        forgets the bank. Returns whether the bank existed. A bank that does
         not exist is 404 ``bank_not_found``, or — ``missing_ok`` (Hindsight's route, where
         a delete of a bank never made is done: crewai and agno reset banks that way) —
         ``False``, with no audit entry (tier 1 forgets the id all the same)."""
@@ -117,8 +119,12 @@ class BankService:
         existed = True
         try:
             with self.pool.connection() as conn, conn.transaction():
+                seen = mental_models.seen_units_of_bank(conn, bank_id)
                 banks.delete(conn, bank_id)
-                audit.record(conn, principal.member_id, "bank.delete", bank_id=bank_id)
+                erased = mental_models.erase_seen(conn, seen, principal.member_id)
+                audit.record(conn, principal.member_id, "bank.delete", bank_id=bank_id,
+                             details={"mental_models": [f"{b}/{m}" for b, m in erased]}
+                             if erased else None)
         except BankNotFound:
             if not missing_ok:
                 raise

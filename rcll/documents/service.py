@@ -20,7 +20,7 @@ from rcll.access.visibility import grants_filter, rule_for
 from rcll.cascade import invalidation
 from rcll.db import read_only
 from rcll.errors import InvalidInput
-from rcll.store import audit, banks, chunks, document_events, documents
+from rcll.store import audit, banks, chunks, document_events, documents, mental_models
 
 if TYPE_CHECKING:
 
@@ -128,8 +128,10 @@ class DocumentService:
 
     def delete_document(self, principal: Principal, bank_id: str, document_id: str) -> list[str]:
         """Delete what the caller may read of ``document_id``
-        (:func:`rcll.store.documents.delete`), audited as ``document.delete``; the deleted
-        units leave tier 1 after the commit. Returns their ids. 403 ``forbidden`` (no write
+        (:func:`rcll.store.documents.delete`), audited as ``document.delete``; the mental
+        models written from the deleted units lose their content in the same transaction
+        (:func:`rcll.store.mental_models.erase_seen`); the deleted units leave tier 1 after
+        the commit. Returns their ids. 403 ``forbidden`` (no write
         role), 404 ``bank_not_found``, 404 ``document_not_found`` (missing or invisible:
         one answer)."""
         principal.require(bank_id, "write")
@@ -138,8 +140,10 @@ class DocumentService:
             banks.get(conn, bank_id)
             ids = documents.delete(conn, bank_id, document_id,
                                    rule=rule_for(principal, bank_id))
+            erased = mental_models.erase_seen(conn, ids, principal.member_id)
             audit.record(conn, principal.member_id, "document.delete", bank_id,
-                         details={"document_id": document_id, "units": len(ids)})
+                         details={"document_id": document_id, "units": len(ids),
+                                  "mental_models": [f"{b}/{m}" for b, m in erased]})
         invalidation.units_left(svc.hot_tier, bank_id, ids)
         invalidation.bank_written(svc.hot_tier, bank_id)
         return ids
@@ -227,14 +231,18 @@ class DocumentService:
     def clear(self, principal: Principal, bank_id: str,
               kinds: Sequence[str] | None = None) -> list[str]:
         """Delete every unit of the bank (``kinds``: only those), audited as ``bank.clear``;
-        tier 1 drops the bank after the commit. Admins only: it removes every member's
+        the mental models written from them lose their content in the same transaction
+        (:func:`rcll.store.mental_models.erase_seen`); tier 1 drops the bank after the
+        commit. Admins only: it removes every member's
         memories. 403 ``forbidden``, 404 ``bank_not_found``. Returns the deleted ids."""
         principal.require(bank_id, "admin")
         svc = self._services
         with svc.pool.connection() as conn, conn.transaction():
             banks.get(conn, bank_id)
             ids = documents.clear_bank(conn, bank_id, kinds)
+            erased = mental_models.erase_seen(conn, ids, principal.member_id)
             audit.record(conn, principal.member_id, "bank.clear", bank_id,
-                         details={"kinds": list(kinds) if kinds else None, "units": len(ids)})
+                         details={"kinds": list(kinds) if kinds else None, "units": len(ids),
+                                  "mental_models": [f"{b}/{m}" for b, m in erased]})
         invalidation.bank_dropped(svc.hot_tier, bank_id)
         return ids

@@ -7,7 +7,7 @@ from rcll.access.principal import Principal
 from rcll.cascade import invalidation
 from rcll.lifecycle import rules
 from rcll.lifecycle.context import LifecycleContext
-from rcll.store import audit, tunnels, unit_edits
+from rcll.store import audit, mental_models, tunnels, unit_edits
 
 MAX_REASON_CHARS = 1000
 
@@ -19,8 +19,9 @@ def forget(ctx: LifecycleContext, principal: Principal, bank_id: str, unit_id: s
     entity names cleared), its vectors (the cold tier's dense channel and the warm tier's
     LSH signatures live in ``memory_embeddings``), entity mentions and revision history are
     deleted, its tunnels (to units of other banks) are deleted, a retained chunk's
-    stored text is erased, and an audit entry ``forget``
-    (details: ``reason`` and the counts — never the text) is written; after the commit it
+    stored text is erased, every mental model written from it loses its content
+    (:func:`rcll.store.mental_models.erase_seen`), and an audit entry ``unit.forget``
+    (details: ``reason``, the counts and the models — never the text) is written; after the commit it
     leaves tier 1 (Redis) and the bank's cues are forgotten. Forgetting a forgotten unit
     changes nothing and returns the same tombstone. Returns ``{"unit_id", "forgotten_at"}``.
 
@@ -40,10 +41,12 @@ def forget(ctx: LifecycleContext, principal: Principal, bank_id: str, unit_id: s
             return {"unit_id": uid, "forgotten_at": row["forgotten_at"].isoformat()}
         done = unit_edits.tombstone(conn, row)
         dropped = tunnels.delete_for_unit(conn, uid)  # the tombstone keeps its row: no cascade
+        erased = mental_models.erase_seen(conn, [uid], principal.member_id)
         audit.record(conn, principal.member_id, "unit.forget", bank_id, uid,
                      {"reason": reason, "embeddings": done["embeddings"],
                       "mentions": done["mentions"], "revisions": done["revisions"],
-                      "tunnels": [t["id"] for t in dropped]})
+                      "tunnels": [t["id"] for t in dropped],
+                      "mental_models": [f"{b}/{m}" for b, m in erased]})
     invalidation.units_left(ctx.hot, bank_id, [uid])
     invalidation.bank_written(ctx.hot, bank_id)
     return {"unit_id": uid, "forgotten_at": done["forgotten_at"].isoformat()}

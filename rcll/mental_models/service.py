@@ -10,6 +10,9 @@ its ``source_query``, refreshed on demand through :mod:`rcll.reflect` (the one L
   unit of ``seen_unit_ids`` (:func:`rcll.access.visibility.unit_filter`); for anyone else
   ``content`` and ``reflect_response`` are ``None`` and ``content_withheld`` is true, so a
   member who may not see a unit never reads it through a model someone else refreshed.
+- **Erasure**: when a unit the model was written from is forgotten, or deleted with its
+  document or bank, the model's content and the contents its history kept are erased in
+  that transaction (:func:`rcll.store.mental_models.erase_seen`; a history row ``forget``).
 - **Clear** empties the content (a history row, audit ``mental_model.clear``); create,
   update and delete audit ``mental_model.create`` / ``.update`` / ``.delete``.
 
@@ -202,7 +205,7 @@ class MentalModelService:
             store.set_content(conn, bank_id, model_id, ans.text, response, seen,
                               principal.member_id)
             store.add_history(conn, bank_id, model_id, "refresh", now["content"], ans.text,
-                              row["source_query"], principal.member_id)
+                              row["source_query"], principal.member_id, seen)
             audit.record(conn, principal.member_id, "mental_model.refresh", bank_id,
                          details={"mental_model_id": model_id, "units_seen": len(seen),
                                   "usage": ans.usage})

@@ -61,12 +61,54 @@ def set_content(conn: Connection, bank_id: str, model_id: str, content: str | No
 
 def add_history(conn: Connection, bank_id: str, model_id: str, action: str,
                 previous: str | None, content: str | None, source_query: str,
-                actor: str | None) -> None:
+                actor: str | None, seen: list[str] | None = None) -> None:
+    """One history row; ``seen``: the units a refresh gave the model (what
+    :func:`erase_seen` looks for)."""
     conn.execute(
         """INSERT INTO mental_model_history (bank_id, mental_model_id, action,
-               previous_content, content, source_query, actor)
-           VALUES (%s, %s, %s, %s, %s, %s, %s)""",
-        (bank_id, model_id, action, previous, content, source_query, actor))
+               previous_content, content, source_query, actor, seen_unit_ids)
+           VALUES (%s, %s, %s, %s, %s, %s, %s, %s::uuid[])""",
+        (bank_id, model_id, action, previous, content, source_query, actor, seen))
+
+
+def seen_units_of_bank(conn: Connection, bank_id: str) -> list[str]:
+    """The units of ``bank_id`` that a mental model of another bank saw (through a
+    tunnel; its current or a history row's ``seen_unit_ids``): what a delete of the bank
+    erases from them (:func:`erase_seen`). The bank's own models go with the bank."""
+    return [str(r["id"]) for r in conn.execute(
+        """SELECT u.id FROM memory_units u
+           WHERE u.bank_id = %(b)s AND u.id IN (
+               SELECT unnest(seen_unit_ids) FROM mental_models WHERE bank_id <> %(b)s
+               UNION SELECT unnest(seen_unit_ids) FROM mental_model_history
+                     WHERE bank_id <> %(b)s)
+           ORDER BY u.id""", {"b": bank_id}).fetchall()]
+
+
+def erase_seen(conn: Connection, unit_ids: list[str], actor: str | None) -> list[tuple[str, str]]:
+    """The erasure of ``unit_ids``' text (forget, a document delete, a bank clear) reaching
+    the mental models written from them, in the caller's transaction: every model — of any
+    bank, since a refresh also sees the units tunnels bring in — whose current
+    ``seen_unit_ids`` or any history row's holds one of them loses its ``content`` and
+    ``reflect_response`` and every content its history kept, and gets one history row
+    ``forget`` (actor ``actor``). A model refreshed again is written from what is left.
+    Returns ``[(bank_id, model_id)]``, sorted (migration 0032)."""
+    if not unit_ids:
+        return []
+    ids = [str(u) for u in unit_ids]
+    rows = conn.execute(
+        """SELECT m.bank_id, m.id, m.source_query FROM mental_models m
+           WHERE (m.bank_id, m.id) IN (
+               SELECT bank_id, id FROM mental_models WHERE seen_unit_ids && %(u)s::uuid[]
+               UNION SELECT bank_id, mental_model_id FROM mental_model_history
+                     WHERE seen_unit_ids && %(u)s::uuid[])
+           ORDER BY m.bank_id, m.id FOR UPDATE OF m""", {"u": ids}).fetchall()
+    for r in rows:
+        conn.execute("UPDATE mental_models SET content = NULL, reflect_response = NULL, "
+                     "updated_at = now() WHERE bank_id = %s AND id = %s", (r["bank_id"], r["id"]))
+        conn.execute("UPDATE mental_model_history SET previous_content = NULL, content = NULL "
+                     "WHERE bank_id = %s AND mental_model_id = %s", (r["bank_id"], r["id"]))
+        add_history(conn, r["bank_id"], r["id"], "forget", None, None, r["source_query"], actor)
+    return [(r["bank_id"], r["id"]) for r in rows]
 
 
 def history(conn: Connection, bank_id: str, model_id: str) -> list[dict]:

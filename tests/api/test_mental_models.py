@@ -32,6 +32,8 @@ SCRIPTS = [
     {"match": "Question: What did Quentin say?",
      "replies": [{"json": {"answer": "Quentin said: " + "; ".join(
          ["the vault code is 4417", "he met Oren at the tea shop"]), "used": [1, 2]}}]},
+    {"match": "Question: What did Zed say?",
+     "replies": [{"json": {"answer": "Nothing is known of Zed.", "used": []}}]},
 ]
 
 
@@ -222,3 +224,95 @@ def test_bad_input_is_4xx(client, method, path, body, status, code):
 def test_unknown_bank_is_404(client):
     r = client.get(B.format("mm-nobody") + "/mental-models")
     assert r.status_code == 404 and r.get_json()["error"]["code"] == "bank_not_found"
+
+
+def _frank_model(c, hs, bank: str) -> tuple[str, str]:
+    """A bank with Frank's unit and a refreshed model written from it: ``(model, unit)``."""
+    r = c.post(f"/banks/{bank}/retain", json={"async": False, "items": [
+        {"content": "Frank lives in Oslo near the harbour.", "document_id": "frank"}]})
+    assert r.status_code == 200, r.get_json()
+    mid = hs.create_mental_model(bank, name="Frank",
+                                 source_query="Where does Frank live?").mental_model_id
+    got = hs.get_mental_model(bank, mid)
+    assert got.content == "Frank lives in Oslo."
+    [unit] = got.reflect_response["based_on"]
+    return mid, unit
+
+
+@pytest.mark.parametrize("erase", ["forget", "document", "clear"])
+def test_an_erased_unit_leaves_the_models_written_from_it(llm_app, erase):
+    """Forgetting a unit, deleting its document or clearing the bank's memories erases the
+    content of every model refreshed from it — current and in history — in the same
+    transaction, with a history row ``forget`` and the models named in the audit entry."""
+    svc = llm_app.extensions["rcll"]
+    c = llm_app.test_client()
+    bank = f"mm-erase-{erase}-{uuid.uuid4().hex[:6]}"
+    with serving(llm_app, "hs-mm-erase") as url:
+        hs = Hindsight(base_url=url, timeout=60)
+        mid, unit = _frank_model(c, hs, bank)
+        # a model not written from the unit (its tag matches no unit) keeps its content
+        other = hs.create_mental_model(bank, name="Zed", source_query="What did Zed say?",
+                                       tags=["zed"])
+        assert hs.get_mental_model(bank, other.mental_model_id).content
+        if erase == "forget":
+            r = c.delete(f"/v1/default/banks/{bank}/units/{unit}")
+            action = "unit.forget"
+        elif erase == "document":
+            r = c.delete(f"/v1/default/banks/{bank}/documents/frank")
+            action = "document.delete"
+        else:
+            r = c.delete(f"/v1/default/banks/{bank}/memories")
+            action = "bank.clear"
+        assert r.status_code == 200, r.get_json()
+        got = hs.get_mental_model(bank, mid)
+        assert got.content is None and got.reflect_response is None
+        raw = c.get(f"/v1/default/banks/{bank}/mental-models/{mid}").get_json()
+        assert raw["content"] is None and raw["content_withheld"] is False
+        hist = hs.get_mental_model_history(bank, mid)["items"]
+        assert [h["action"] for h in hist] == ["forget", "refresh"]
+        assert all(h["content"] is None and h["previous_content"] is None for h in hist)
+        assert hs.get_mental_model(bank, other.mental_model_id).content is not None
+    with svc.pool.connection() as conn:
+        left = conn.execute("SELECT count(*) AS n FROM mental_model_history WHERE bank_id = %s "
+                            "AND mental_model_id = %s AND (content LIKE '%%Oslo%%' OR "
+                            "previous_content LIKE '%%Oslo%%')", (bank, mid)).fetchone()["n"]
+        entry = conn.execute("SELECT details FROM audit_log WHERE bank_id = %s AND action = %s",
+                             (bank, action)).fetchone()
+    assert left == 0
+    assert entry["details"]["mental_models"] == [f"{bank}/{mid}"]
+
+
+def test_deleting_a_bank_erases_models_of_other_banks_that_saw_its_units(llm_app):
+    """A refresh sees the units tunnels bring in from another bank; deleting that bank
+    erases the models that saw them (audit ``bank.delete`` names them)."""
+    svc = llm_app.extensions["rcll"]
+    c = llm_app.test_client()
+    a, b = (f"mm-tun-{x}-{uuid.uuid4().hex[:6]}" for x in "ab")
+    for bank, text in ((a, "Frank lives in Oslo near the harbour."),
+                       (b, "Frank's neighbour Greta grows tomatoes.")):
+        r = c.post(f"/banks/{bank}/retain", json={"async": False, "items": [{"content": text}]})
+        assert r.status_code == 200, r.get_json()
+    with svc.pool.connection() as conn:
+        ids = {r["bank_id"]: r["id"] for r in conn.execute(
+            "SELECT bank_id, id::text AS id FROM memory_units WHERE bank_id = ANY(%s)",
+            ([a, b],)).fetchall()}
+    r = c.post("/tunnels", json={"source_unit_id": ids[b], "target_unit_id": ids[a]})
+    assert r.status_code == 201, r.get_json()
+    with serving(llm_app, "hs-mm-tunnel") as url:
+        hs = Hindsight(base_url=url, timeout=60)
+        mid = hs.create_mental_model(b, name="Frank",
+                                     source_query="Where does Frank live?").mental_model_id
+        assert hs.get_mental_model(b, mid).content == "Frank lives in Oslo."
+        with svc.pool.connection() as conn:
+            seen = conn.execute("SELECT seen_unit_ids::text[] AS s FROM mental_models "
+                                "WHERE bank_id = %s AND id = %s", (b, mid)).fetchone()["s"]
+        assert ids[a] in seen  # the tunnelled unit of bank a
+        assert c.delete(f"/v1/default/banks/{a}").status_code == 200
+        assert hs.get_mental_model(b, mid).content is None
+        hist = hs.get_mental_model_history(b, mid)["items"]
+        assert [(h["action"], h["content"]) for h in hist] == [("forget", None),
+                                                               ("refresh", None)]
+    with svc.pool.connection() as conn:
+        entry = conn.execute("SELECT details FROM audit_log WHERE bank_id = %s AND "
+                             "action = 'bank.delete'", (a,)).fetchone()
+    assert entry["details"]["mental_models"] == [f"{b}/{mid}"]
