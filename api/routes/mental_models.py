@@ -266,9 +266,9 @@ def clear_mental_model(bank_id: str, mental_model_id: str):
 @requires("read")
 @doc({200: HistoryResponse}, tags=["hindsight"], errors=ERRORS_ONE)
 def mental_model_history(bank_id: str, mental_model_id: str):
-    """The refreshes, clears and erasures (``forget``), newest first → ``{mental_model_id, items: [{action,
-    previous_content, content, source_query, actor, at}]}`` (contents null for a caller
-    from whom the model's content is withheld)."""
+    """The refreshes, clears and erasures (``forget``), newest first →
+    ``{mental_model_id, items: [{action, previous_content, content, source_query, actor,
+    at}]}`` (contents null for a caller from whom the model's content is withheld)."""
     check_bank_id(bank_id)
     return jsonify({"mental_model_id": mental_model_id,
                     "items": _mm().history(principal(), bank_id, mental_model_id)})
