@@ -123,8 +123,7 @@ class BankService:
                 banks.delete(conn, bank_id)
                 erased = mental_models.erase_seen(conn, seen, principal.member_id)
                 audit.record(conn, principal.member_id, "bank.delete", bank_id=bank_id,
-                             details={"mental_models": [f"{b}/{m}" for b, m in erased]}
-                             if erased else None)
+                             details={"mental_models": erased} if erased else None)
         except BankNotFound:
             if not missing_ok:
                 raise

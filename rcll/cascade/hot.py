@@ -674,9 +674,18 @@ class HotTier:
         else:
             present = self.r.zmscore(k("z"), ids)
             members = [u for u, p in zip(ids, present, strict=True) if p is not None]
-        if not members:
-            hebbian.co_recall(self.r, self.prefix, bank_id, ids)
-            return
+        if members:
+            self._uses(bank_id, members, cue_lists if want_cue else None, rank_of,
+                       query_vector, now)
+        hebbian.co_recall(self.r, self.prefix, bank_id, ids)
+
+    def _uses(self, bank_id: str, members: list[str], cue_lists: list[list[bytes]] | None,
+              rank_of: dict[str, int], query_vector: np.ndarray | None, now: float) -> None:
+        """:meth:`record_use`'s writes for the tier-1 ``members`` (``cue_lists``: each
+        one's held cues, ``None``: no cue is written) in one :data:`_RECORD_USE` call, then
+        their refreshed B."""
+        k = lambda n: self.key(bank_id, n)  # noqa: E731
+        want_cue = cue_lists is not None
         keys = [k("n"), k("f"), k("seq"), k("chg"), k("floor")]
         args: list = [repr(now), self.history, self.cues, len(members)]
         if want_cue:
@@ -707,7 +716,6 @@ class HotTier:
                 fresh[u] = b
         if fresh:
             self.r.zadd(k("z"), fresh, xx=True)  # xx: a unit evicted meanwhile stays out
-        hebbian.co_recall(self.r, self.prefix, bank_id, ids)
 
     def forget_cues(self, bank_id: str) -> int:
         """Drop every cue of ``bank_id``'s hot units (new units were written: answers

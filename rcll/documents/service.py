@@ -143,7 +143,7 @@ class DocumentService:
             erased = mental_models.erase_seen(conn, ids, principal.member_id)
             audit.record(conn, principal.member_id, "document.delete", bank_id,
                          details={"document_id": document_id, "units": len(ids),
-                                  "mental_models": [f"{b}/{m}" for b, m in erased]})
+                                  "mental_models": erased})
         invalidation.units_left(svc.hot_tier, bank_id, ids)
         invalidation.bank_written(svc.hot_tier, bank_id)
         return ids
@@ -243,6 +243,6 @@ class DocumentService:
             erased = mental_models.erase_seen(conn, ids, principal.member_id)
             audit.record(conn, principal.member_id, "bank.clear", bank_id,
                          details={"kinds": list(kinds) if kinds else None, "units": len(ids),
-                                  "mental_models": [f"{b}/{m}" for b, m in erased]})
+                                  "mental_models": erased})
         invalidation.bank_dropped(svc.hot_tier, bank_id)
         return ids

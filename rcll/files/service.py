@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,10 +23,10 @@ from rcll.files import convert
 from rcll.files.stage import STAGE, TASK
 from rcll.retain.models import RetainItem
 from rcll.retain.service import RetainService
+from rcll.retain.submit import send_after_commit
 from rcll.store import audit, banks, jobs
 from rcll.validation import TextModel, clean_text
 
-log = logging.getLogger(__name__)
 PARSERS = ("markitdown",)  # Hindsight's parser names RCLL accepts (it has one converter)
 
 
@@ -200,16 +199,10 @@ class FileRetainService:
                                              "bytes": f["size"], "sha256": f["sha256"]})
                 created.append(str(job["id"]))
         for job_id in created:
-            try:
-                self.retain.enqueue(TASK, job_id)
-            except Exception as exc:
-                from rcll.retain import pipeline
-
-                pipeline.fail(self.retain.pool, job_id, f"enqueue failed: {exc}")
-                log.warning("enqueue of file job %s failed: %s", job_id, exc)
-                raise Rejected(503, "queue_unavailable", "could not enqueue the file's job; "
-                               "retry later", {"operation_id": job_id,
-                                               "operation_ids": created}) from exc
+            send_after_commit(self.retain.enqueue, self.retain.pool, TASK, job_id,
+                              what="file job",
+                              message="could not enqueue the file's job; retry later",
+                              details={"operation_id": job_id, "operation_ids": created})
         with self.retain.pool.connection() as conn:
             return [jobs.get(conn, j) for j in created]
 

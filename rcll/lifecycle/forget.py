@@ -46,7 +46,7 @@ def forget(ctx: LifecycleContext, principal: Principal, bank_id: str, unit_id: s
                      {"reason": reason, "embeddings": done["embeddings"],
                       "mentions": done["mentions"], "revisions": done["revisions"],
                       "tunnels": [t["id"] for t in dropped],
-                      "mental_models": [f"{b}/{m}" for b, m in erased]})
+                      "mental_models": erased})
     invalidation.units_left(ctx.hot, bank_id, [uid])
     invalidation.bank_written(ctx.hot, bank_id)
     return {"unit_id": uid, "forgotten_at": done["forgotten_at"].isoformat()}

@@ -149,14 +149,13 @@ class RetainService:
                            f"async=false takes at most {self.limits.sync_max_items} items; "
                            "send async", {"items": len(items), "max": self.limits.sync_max_items})
         items = self.with_access(bank_id, items, principal)
-        submitted = None
         with self.pool.connection() as conn:
             actor = principal.member_id if principal is not None else None
             job, created = submit_retain(conn, bank_id, items, idempotency_key, actor=actor)
             if created:
                 audit.record(conn, actor, "retain", bank_id, None,
                              {"operation_id": str(job["id"]), "items": len(items)})
-                submitted = jobs.get(conn, job["id"])
+        committed = created  # ``job`` is then the row as committed (jobs.create returns it)
         job_id = str(job["id"])
         if not created and job["state"] == "failed":  # a retry of a job never enqueued
             with self.pool.connection() as conn:
@@ -166,10 +165,10 @@ class RetainService:
                 send_after_commit(self.enqueue, self.pool, stages.first().task_name, job_id,
                                   message="could not enqueue the job; retry later with the "
                                           "same key")
-                if submitted is not None:
+                if committed:
                     # the job as committed: a worker may already have taken it, and the
                     # answer to an async submit says it was accepted (queued), not a race
-                    return submitted, created
+                    return job, created
             else:
                 stages.run_sync(self.context(), job_id)
         with self.pool.connection() as conn:

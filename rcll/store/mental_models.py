@@ -84,14 +84,15 @@ def seen_units_of_bank(conn: Connection, bank_id: str) -> list[str]:
            ORDER BY u.id""", {"b": bank_id}).fetchall()]
 
 
-def erase_seen(conn: Connection, unit_ids: list[str], actor: str | None) -> list[tuple[str, str]]:
+def erase_seen(conn: Connection, unit_ids: list[str], actor: str | None) -> list[str]:
     """The erasure of ``unit_ids``' text (forget, a document delete, a bank clear) reaching
     the mental models written from them, in the caller's transaction: every model — of any
     bank, since a refresh also sees the units tunnels bring in — whose current
     ``seen_unit_ids`` or any history row's holds one of them loses its ``content`` and
     ``reflect_response`` and every content its history kept, and gets one history row
     ``forget`` (actor ``actor``). A model refreshed again is written from what is left.
-    Returns ``[(bank_id, model_id)]``, sorted (migration 0032)."""
+    Returns the models as ``"<bank_id>/<model_id>"``, sorted — what the erasing action's
+    audit entry lists (``details.mental_models``; migration 0032)."""
     if not unit_ids:
         return []
     ids = [str(u) for u in unit_ids]
@@ -108,7 +109,7 @@ def erase_seen(conn: Connection, unit_ids: list[str], actor: str | None) -> list
         conn.execute("UPDATE mental_model_history SET previous_content = NULL, content = NULL "
                      "WHERE bank_id = %s AND mental_model_id = %s", (r["bank_id"], r["id"]))
         add_history(conn, r["bank_id"], r["id"], "forget", None, None, r["source_query"], actor)
-    return [(r["bank_id"], r["id"]) for r in rows]
+    return [f"{r['bank_id']}/{r['id']}" for r in rows]
 
 
 def history(conn: Connection, bank_id: str, model_id: str) -> list[dict]:

@@ -240,3 +240,22 @@ def test_a_deep_request_part_or_a_nul_in_any_stored_text_is_a_400_and_stores_not
                   content_type="application/json")
     assert (resp.status_code, resp.get_json()["error"]["code"]) == (400, "malformed_json")
     assert db_counts(services, bank)["jobs"] == 0
+
+
+def test_a_refused_enqueue_fails_the_files_job_with_503(services):
+    """The broker refuses the convert step: 503 ``queue_unavailable`` naming the job (and
+    every job of the request), which stays visible as ``failed`` with ``enqueue failed``."""
+    def broken(*_):
+        raise ConnectionError("broker down")
+
+    c = create_app(services=services, enqueue=broken).test_client()
+    bank = "files-queue-down"
+    r = _post(c, bank, [("notes.md", b"# Radio\nHarbour control listens on channel 16.")])
+    assert r.status_code == 503, r.get_json()
+    err = r.get_json()["error"]
+    assert err["code"] == "queue_unavailable"
+    assert err["message"] == "could not enqueue the file's job; retry later"
+    op_id = err["details"]["operation_id"]
+    assert err["details"]["operation_ids"] == [op_id]
+    op = c.get(f"/v1/default/banks/{bank}/operations/{op_id}").get_json()
+    assert op["state"] == "failed" and op["error"].startswith("enqueue failed: broker down")
