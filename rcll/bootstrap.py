@@ -6,6 +6,8 @@ own :class:`~rcll.config.Settings`.
 
 from __future__ import annotations
 
+import logging
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
@@ -28,12 +30,17 @@ from rcll.search.recall import RecallContext
 if TYPE_CHECKING:
     from rcll.cascade.cascade import Cascade
 
+log = logging.getLogger(__name__)
+
 
 @dataclass
 class Services:
-    """Process-wide resources, created lazily: pools open on first use, models load once."""
+    """Process-wide resources, created lazily: pools open on first use, models load once.
+    ``core_leases``: the worker's :class:`rcll.models.cores.CoreLeases` (its embedder borrows
+    idle cores per pass), ``None`` elsewhere."""
 
     settings: Settings
+    core_leases: object | None = None
 
     @cached_property
     def pool(self) -> ConnectionPool:
@@ -119,7 +126,7 @@ class Services:
                               query_batch_wait_s=s.query_batch_wait_ms / 1000,
                               batch_tokens=s.embed_batch_tokens, runtime=s.embed_runtime,
                               precision=s.embed_precision, onnx_threads=s.onnx_threads,
-                              state_dir=s.state_dir)
+                              state_dir=s.state_dir, cores=self.core_leases)
 
     @cached_property
     def reranker(self) -> RerankerHandle:
@@ -385,6 +392,28 @@ def skip_stages(value: str) -> frozenset[str]:
     return names
 
 
-def bootstrap(settings: Settings | None = None) -> Services:
-    """Build the services for this process from ``settings`` (default: the environment)."""
-    return Services(settings or get_settings())
+def bootstrap(settings: Settings | None = None, *, worker: bool = False) -> Services:
+    """Build the services for this process from ``settings`` (default: the environment);
+    ``worker``: a worker pool process, whose embedder borrows the cores no other pool process
+    of the worker holds (``RCLL_WORKER_SPARE_CORES``, :func:`worker_core_leases`)."""
+    s = settings or get_settings()
+    return Services(s, core_leases=worker_core_leases(s) if worker else None)
+
+
+def worker_core_leases(settings: Settings):
+    """The :class:`rcll.models.cores.CoreLeases` of this host's worker (one token per core,
+    under ``<run_dir>/cores-<hostname>``: workers of other hosts sharing a state volume keep
+    their own), or ``None`` when ``worker_spare_cores`` is off, the embedder is not on
+    onnxruntime, or the folder cannot be made."""
+    import socket
+
+    from rcll.models.cores import CoreLeases
+
+    if not settings.worker_spare_cores or settings.embed_runtime != "onnx":
+        return None
+    try:
+        return CoreLeases(settings.run_dir / f"cores-{socket.gethostname()}",
+                          os.cpu_count() or 1)
+    except OSError as exc:
+        log.warning("no core leases: %s", exc)
+        return None

@@ -47,6 +47,8 @@ def _transport_options(s: Settings) -> dict:
 
 def make_celery(settings: Settings | None = None) -> Celery:
     """A Celery app for ``settings``; tasks are registered by ``workers.tasks``."""
+    from rcll.telemetry.collectors import is_amqp
+
     s = settings or get_settings()
     app = Celery("rcll", broker=s.broker, include=["workers.tasks"])
     app.conf.update(
@@ -54,6 +56,10 @@ def make_celery(settings: Settings | None = None) -> Celery:
         task_acks_late=True,  # ack after the task ran: a killed worker's task comes back
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,
+        # Redis: take a message only when a pool process is free, so each fetch sees every
+        # priority (workers.queues.NEW_JOB_PRIORITY: started jobs first) instead of
+        # messages reserved earlier in arrival order. (Celery applies it to Redis only.)
+        worker_disable_prefetch=not is_amqp(s.broker),
         task_queues=[Queue(name) for name in QueueNames.all()],
         task_default_queue=QueueNames.EXTRACT,
         task_routes=ROUTES,

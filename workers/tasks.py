@@ -8,7 +8,7 @@ import functools
 import logging
 
 import psycopg
-from celery.signals import worker_process_init, worker_process_shutdown
+from celery.signals import task_postrun, task_prerun, worker_process_init, worker_process_shutdown
 
 from rcll.bootstrap import Services, bootstrap
 from rcll.consolidate import closets, dedup
@@ -56,8 +56,28 @@ def _close_services(**_) -> None:  # the LLM request log's last entries, then th
 def services() -> Services:
     global _services
     if _services is None:
-        _services = bootstrap()
+        _services = bootstrap(worker=True)
     return _services
+
+
+_core_tokens: dict[str, list[int]] = {}  # task id -> the core token its process holds
+
+
+@task_prerun.connect
+def _take_core(task_id=None, **_) -> None:
+    """A running task holds one core token, so the embedder of another pool process does not
+    borrow this process's core (rcll.models.cores)."""
+    leases = services().core_leases
+    if leases is not None and task_id:
+        _core_tokens[task_id] = leases.acquire()
+
+
+@task_postrun.connect
+def _give_core(task_id=None, **_) -> None:
+    tokens = _core_tokens.pop(task_id, None)
+    leases = services().core_leases
+    if tokens and leases is not None:
+        leases.release(tokens)
 
 
 def _run(task, stage: Stage, job_id: str) -> Stage | None:

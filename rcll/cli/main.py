@@ -249,7 +249,7 @@ def ingest(paths: tuple[str, ...], bank: str, batch_size: int, text_suffix: tupl
     and listed at the end; the rest are ingested. Hidden files and folders inside a folder
     (``.git``) are not read. Exit status 1 if anything was skipped or failed.
     """
-    from rcll.cli.ingest import read_paths, submit, submit_files, text_suffixes
+    from rcll.cli.ingest import largest_first, read_paths, submit, submit_files, text_suffixes
     from rcll.cli.ingest_progress import summary
 
     try:
@@ -260,14 +260,17 @@ def ingest(paths: tuple[str, ...], bank: str, batch_size: int, text_suffix: tupl
     plan = read_paths(paths, extra, extensionless_as_text)
     if not plan.items and not plan.skipped and not plan.files:
         raise click.ClickException("no .txt, .md, .jsonl or document input found")
+    plan.files = largest_first(plan.files)
     client = _client()
     with _ingest_progress() as bar:
         sent = bar.add_task("submitting", total=len(plan.items) + len(plan.files), rate="",
                             eta="")
-        ops, refused = submit(client, bank, plan, batch_size,
-                              on_sent=lambda n: bar.advance(sent, n))
+        # document files first, largest first: their conversion runs while the items chunk,
+        # and the job that ends the ingest is a small one (rcll.cli.ingest.largest_first)
         file_ops, file_refused = submit_files(client, bank, plan.files,
                                               on_sent=lambda n: bar.advance(sent, n))
+        ops, refused = submit(client, bank, plan, batch_size,
+                              on_sent=lambda n: bar.advance(sent, n))
         final = _wait_units(client, bank, bar, ops, file_ops, plan, started)
     bad = [o for o in final if o["state"] != "succeeded"]
     skipped = plan.skipped + refused + file_refused

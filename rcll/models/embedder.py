@@ -151,7 +151,8 @@ class EmbedderHandle:
     ``get()`` returns the embedder or ``None`` (recall then runs lexical-only, spec §5).
     ``runtime`` ``torch`` loads :class:`SentenceTransformerEmbedder`; ``onnx`` loads
     :class:`rcll.models.onnx_runtime.OnnxEmbedder` at ``precision`` with ``onnx_threads``,
-    its export cached under ``state_dir`` — and when an fp32 export is impossible (a model
+    its export cached under ``state_dir`` (with ``cores``, a worker's
+    :class:`rcll.models.cores.CoreLeases`, each pass also runs on idle cores) — and when an fp32 export is impossible (a model
     torch's exporter cannot trace) falls back to torch, whose vectors and stamp are the
     same; int8 has no such fallback (its stamp differs) and reports the error.
     ``stamp`` is :func:`embedder_stamp` of the configuration.
@@ -161,8 +162,9 @@ class EmbedderHandle:
                  expected_dim: int | None = None, torch_threads: int = 0,
                  query_batch_wait_s: float = 0.0, batch_tokens: int = 0,
                  runtime: str = "torch", precision: str = "fp32", onnx_threads: int = 1,
-                 state_dir: Path | str = ".rcll"):
+                 state_dir: Path | str = ".rcll", cores=None):
         self.runtime = runtime
+        self.cores = cores  # rcll.models.cores.CoreLeases (a worker's): onnx passes borrow idle cores
         self.precision = precision
         self.onnx_threads = onnx_threads
         self.state_dir = Path(state_dir)
@@ -208,7 +210,8 @@ class EmbedderHandle:
 
             try:
                 return OnnxEmbedder(self.model_name, self.state_dir, self.precision,
-                                    self.onnx_threads, self.batch_size, self.batch_tokens)
+                                    self.onnx_threads, self.batch_size, self.batch_tokens,
+                                    cores=self.cores)
             except Exception as exc:
                 if self.precision != "fp32":
                     raise

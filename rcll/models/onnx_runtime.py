@@ -39,6 +39,7 @@ import logging
 import os
 import re
 import tempfile
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -268,9 +269,11 @@ def padded(encodings, pad_id: int) -> dict[str, np.ndarray]:
     return {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
 
 
-def session(path: Path, threads: int):
+def session(path: Path, threads: int, spin: bool = True):
     """An onnxruntime CPU session of ``path`` with ``threads`` intra-op threads (0 = one per
-    core, onnxruntime's default) and one inter-op thread, every graph optimisation on."""
+    core, onnxruntime's default) and one inter-op thread, every graph optimisation on;
+    ``spin=False``: its pool threads sleep between operators instead of spinning (a session
+    run on borrowed cores, :mod:`rcll.models.cores`, must not burn them while it waits)."""
     import onnxruntime as ort
 
     so = ort.SessionOptions()
@@ -279,6 +282,8 @@ def session(path: Path, threads: int):
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     so.log_severity_level = 3
+    if not spin:
+        so.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
 
 
@@ -298,12 +303,18 @@ class OnnxEmbedder:
     onnxruntime. ``embed(list[str]) -> float32 (n, dim)`` unit-norm rows, in input order;
     ``model_name`` the configured name, ``stamp`` what its vectors are stored under
     (``<model>`` for fp32, ``<model>#int8`` for int8), ``path`` the ONNX file it runs.
-    Raises at construction what :func:`ensure_export` raises."""
+
+    ``cores`` (a :class:`rcll.models.cores.CoreLeases`, in a worker's pool processes): each
+    forward pass also takes the cores no other pool process holds and runs on ``threads``
+    plus one thread per core taken, up to ``max_threads`` (a second session of the same
+    file, loaded at its first use). Vectors agree with the one-thread session's to float
+    rounding. Raises at construction what :func:`ensure_export` raises."""
 
     runtime = "onnx"
 
     def __init__(self, model_name: str, state_dir: Path, precision: str = "fp32",
-                 threads: int = 1, batch_size: int = 64, batch_tokens: int = 0):
+                 threads: int = 1, batch_size: int = 64, batch_tokens: int = 0,
+                 cores=None, max_threads: int = 0):
         self.model_name = model_name
         self.precision = precision
         self.stamp = embedder_stamp(model_name, "onnx", precision)
@@ -314,6 +325,12 @@ class OnnxEmbedder:
         self.path = ensure_export(model_name, Path(state_dir), precision)
         self._tok, self._pad_id = load_tokenizer(model_dir, self.max_length, pad=False)
         self._session = session(self.path, threads)
+        self._threads = max(1, threads)
+        self._cores = cores if threads > 0 else None  # 0: onnxruntime's own one per core
+        self._max_threads = max(self._threads, max_threads or (cores.cores if cores else 1))
+        self._wide: dict[int, object] = {}  # threads -> session, made at first use
+        self._wide_lock = threading.Lock()
+        self.wide_passes = 0  # passes that ran on borrowed cores
         self._inputs = {i.name for i in self._session.get_inputs()}
         self.dim = int(self._run(self._tok.encode_batch(["dimension probe"])).shape[1])
 
@@ -338,8 +355,22 @@ class OnnxEmbedder:
 
     def _run(self, encodings) -> np.ndarray:
         feed = padded(encodings, self._pad_id)
-        hidden = self._session.run(None, {k: v for k, v in feed.items() if k in self._inputs})[0]
+        inputs = {k: v for k, v in feed.items() if k in self._inputs}
+        if self._cores is None or self._max_threads <= self._threads:
+            hidden = self._session.run(None, inputs)[0]
+        else:
+            with self._cores.spare(self._max_threads - self._threads) as extra:
+                sess = self._session if not extra else self._session_of(self._threads + extra)
+                hidden = sess.run(None, inputs)[0]
+                self.wide_passes += bool(extra)
         return mean_pool_normalise(hidden, feed["attention_mask"])
+
+    def _session_of(self, threads: int):
+        """The session that runs a pass on ``threads`` intra-op threads (not spinning)."""
+        with self._wide_lock:
+            if threads not in self._wide:
+                self._wide[threads] = session(self.path, threads, spin=False)
+            return self._wide[threads]
 
     def token_lengths(self, texts: list[str],
                       token_counts: list[int | None] | None = None) -> list[int]:

@@ -275,8 +275,13 @@ def run_embed(ctx: RetainContext, job_id: str, batch: int = 128) -> dict | None:
         with ctx.pool.connection() as conn:
             jobs.progress(conn, job_id, {"units_embedded": done + n})
 
-    return {"units_embedded": done + embed_missing(ctx, job_id=job_id, batch=batch,
-                                                    on_batch=report)}
+    inner = getattr(embedder, "inner", embedder)  # under a QueryBatcher
+    wide = getattr(inner, "wide_passes", None)
+    made = embed_missing(ctx, job_id=job_id, batch=batch, on_batch=report)
+    if wide is not None:  # rcll.models.cores: passes that also ran on idle cores
+        log.info("embed for job %s: %d vectors, %d passes on borrowed cores", job_id, made,
+                 inner.wide_passes - wide)
+    return {"units_embedded": done + made}
 
 
 def finish_job(ctx: RetainContext, job_id: str, counts: dict | None = None) -> None:

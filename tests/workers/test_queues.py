@@ -50,3 +50,32 @@ def test_vector_index_task_gives_a_big_bank_its_own_hnsw_index(client, services,
         time.sleep(0.3)
     assert index_name("vi-big") in names
     assert index_name("vi-small") not in names
+
+
+def test_a_new_jobs_first_step_waits_behind_started_jobs_on_redis(settings):
+    """The API's enqueue sends a new job's first step at NEW_JOB_PRIORITY: on the Redis broker
+    it lands in that priority's list, which a worker pops only when the plain lists (the next
+    stages of started jobs, sent at priority 0) of every queue it consumes are empty."""
+    import redis
+
+    from api.app import celery_enqueuer
+    from workers.queues import NEW_JOB_PRIORITY
+
+    base = settings.redis_url.rsplit("/", 1)[0]
+    idle = settings.model_copy(update={"broker_url": f"{base}/13"})  # no worker consumes it
+    r = redis.Redis.from_url(idle.broker)
+    r.flushdb()
+    try:
+        celery_enqueuer(idle)("retain.chunk", "job-new")
+        app = make_celery(idle)
+        app.send_task("retain.embed", args=["job-started"], queue="embed")  # a worker's send
+        sep = "\x06\x16"
+        assert r.llen(f"extract{sep}{NEW_JOB_PRIORITY}") == 1 and r.llen("extract") == 0
+        assert r.llen("embed") == 1
+        # a worker consuming both queues pops in this key order (kombu's BRPOP)
+        channel = app.connection_for_read().default_channel
+        keys = [channel._q_for_pri(q, p) for p in channel.priority_steps
+                for q in ("extract", "embed")]
+        assert keys.index("embed") < keys.index(f"extract{sep}{NEW_JOB_PRIORITY}")
+    finally:
+        r.flushdb()
