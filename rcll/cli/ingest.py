@@ -3,9 +3,10 @@ bounded by count and bytes, and skip (with the reason) what cannot be taken.
 
 A text file (``.txt``, ``.md``, ``.markdown``, and what ``--text-suffix`` /
 ``--extensionless-as-text`` add: :func:`read_paths`) is one item whose ``document_id`` is
-its path, so re-ingesting a changed file leaves exactly its latest version live. A file that cannot be read as text (binary, not
-UTF-8, unreadable) or that the server refuses alone (an ``item_too_large`` or invalid item)
-is skipped and reported; everything else is still sent.
+its path, so re-ingesting a changed file leaves exactly its latest version live. A file
+that cannot be read as text (binary, not UTF-8, unreadable) or that the server refuses
+alone (an ``item_too_large`` or invalid item) is skipped and reported; everything else is
+still sent.
 
 Document files (PDF, DOCX, PPTX, XLSX, HTML, EPUB: :data:`rcll.files.convert.TYPES`) are
 uploaded to ``files/retain`` (one operation each, converted on the workers) with their path
