@@ -47,16 +47,14 @@ log = logging.getLogger(__name__)
 
 
 def celery_enqueuer(settings: Settings) -> Callable[[str, str], None]:
-    """Send a task by name with a job id (the API never imports task code): a new job's first
-    step, at :data:`workers.queues.NEW_JOB_PRIORITY` (started jobs go first)."""
+    """Send a task by name with a job id (the API never imports task code)."""
     from workers.celery_app import make_celery
-    from workers.queues import NEW_JOB_PRIORITY, ROUTES
+    from workers.queues import ROUTES
 
     app = make_celery(settings)
 
     def enqueue(task_name: str, job_id: str) -> None:
-        app.send_task(task_name, args=[job_id], queue=ROUTES[task_name]["queue"],
-                      priority=NEW_JOB_PRIORITY)
+        app.send_task(task_name, args=[job_id], queue=ROUTES[task_name]["queue"])
 
     return enqueue
 

@@ -56,9 +56,9 @@ def make_celery(settings: Settings | None = None) -> Celery:
         task_acks_late=True,  # ack after the task ran: a killed worker's task comes back
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,
-        # Redis: take a message only when a pool process is free, so each fetch sees every
-        # priority (workers.queues.NEW_JOB_PRIORITY: started jobs first) instead of
-        # messages reserved earlier in arrival order. (Celery applies it to Redis only.)
+        # Redis: take a message only when a pool process is free to run it, so a worker
+        # holds no waiting task another replica (scaled up on the queue's length) could run
+        # (Celery applies it to Redis brokers only; RabbitMQ keeps its prefetch of 1).
         worker_disable_prefetch=not is_amqp(s.broker),
         task_queues=[Queue(name) for name in QueueNames.all()],
         task_default_queue=QueueNames.EXTRACT,

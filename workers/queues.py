@@ -12,15 +12,6 @@ class QueueNames:
         return [cls.EXTRACT, cls.EMBED, cls.CONSOLIDATE, cls.MAINTENANCE]
 
 
-# Message priority of a new job's first step (the API's and the MCP server's enqueues). On
-# the Redis broker a lower number is taken first, across every queue a worker consumes
-# (kombu's BRPOP lists each priority step's keys before the next step's), and the workers'
-# own sends (the next stage of a started job, the sweep's re-sends) go at 0: the jobs already
-# started finish before new ones start, so a large document is not left to embed alone at
-# the end of an ingest behind the others' stages. RabbitMQ queues declared without
-# x-max-priority ignore it (plain FIFO, as before).
-NEW_JOB_PRIORITY = 6
-
 SWEEP_TASK = "maintenance.sweep_jobs"  # the recovery sweep, scheduled by beat
 VECTOR_INDEX_TASK = "maintenance.vector_indexes"  # per-bank HNSW indexes, scheduled by beat
 DEDUP_SWEEP_TASK = "consolidate.dedup_sweep"  # beat: enqueue dedup scans of banks with new units

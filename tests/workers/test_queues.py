@@ -52,30 +52,10 @@ def test_vector_index_task_gives_a_big_bank_its_own_hnsw_index(client, services,
     assert index_name("vi-small") not in names
 
 
-def test_a_new_jobs_first_step_waits_behind_started_jobs_on_redis(settings):
-    """The API's enqueue sends a new job's first step at NEW_JOB_PRIORITY: on the Redis broker
-    it lands in that priority's list, which a worker pops only when the plain lists (the next
-    stages of started jobs, sent at priority 0) of every queue it consumes are empty."""
-    import redis
 
-    from api.app import celery_enqueuer
-    from workers.queues import NEW_JOB_PRIORITY
-
-    base = settings.redis_url.rsplit("/", 1)[0]
-    idle = settings.model_copy(update={"broker_url": f"{base}/13"})  # no worker consumes it
-    r = redis.Redis.from_url(idle.broker)
-    r.flushdb()
-    try:
-        celery_enqueuer(idle)("retain.chunk", "job-new")
-        app = make_celery(idle)
-        app.send_task("retain.embed", args=["job-started"], queue="embed")  # a worker's send
-        sep = "\x06\x16"
-        assert r.llen(f"extract{sep}{NEW_JOB_PRIORITY}") == 1 and r.llen("extract") == 0
-        assert r.llen("embed") == 1
-        # a worker consuming both queues pops in this key order (kombu's BRPOP)
-        channel = app.connection_for_read().default_channel
-        keys = [channel._q_for_pri(q, p) for p in channel.priority_steps
-                for q in ("extract", "embed")]
-        assert keys.index("embed") < keys.index(f"extract{sep}{NEW_JOB_PRIORITY}")
-    finally:
-        r.flushdb()
+def test_a_redis_worker_takes_a_task_only_when_a_process_is_free(settings):
+    """On Redis, prefetch is off: a waiting task stays in its queue's list (where KEDA counts
+    it and another replica can take it) until a pool process of this worker is free."""
+    assert make_celery(settings).conf.worker_disable_prefetch is True
+    amqp = settings.model_copy(update={"broker_url": "amqp://guest:guest@127.0.0.1:5672//"})
+    assert make_celery(amqp).conf.worker_disable_prefetch is False
