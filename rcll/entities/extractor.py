@@ -6,6 +6,8 @@ entity_type)`` for:
 
 - ``person`` — speaker names: a ``Name:`` prefix at the start of a line, and item metadata
   (``speaker``, ``author``, ``user``, ``from``, ``sender``);
+- ``person`` also for a name after an honorific with its period (``Dr. Smith``,
+  ``Mrs. Okafor``: the period does not end a sentence; ``St. Louis`` is a ``name``);
 - ``name`` — capitalised names: runs of two or more capitalised words (``New York``,
   ``Bank of America``), and single capitalised words that are not sentence-initial
   (``... with Caroline``) or, opening a sentence or following a speaker label, are followed
@@ -124,6 +126,11 @@ NUMBER_WORD_STOP = STOP_WORDS | frozenset({"around", "about", "over", "under", "
 _WORD = r"[A-Z][a-zA-Z'’\-]*[a-zA-Z]|[A-Z]"
 _CAP_RUN = re.compile(
     rf"(?<![\w@#.])(?:{_WORD})(?:\s+(?:(?:of|the|de|da|van|von|del|la|le|&)\s+)?(?:{_WORD}))*")
+# An honorific's period is not a sentence end: "Dr. Smith", "Mrs. Okafor", "St. Louis" (the
+# period split the run, and the lone name after it was then a sentence-initial word).
+_HONORIFIC = re.compile(
+    rf"(?<![\w@#.])(?:Dr|Mr|Mrs|Ms|Mx|Prof|Rev|St)\.\s+(?:{_WORD})(?:\s+(?:{_WORD}))*")
+_PLACE_HONORIFICS = ("St.",)  # Saint: places as often as people
 _SPEAKER = re.compile(r"^\s*([A-Z][\w'’.\-]*(?:\s[A-Z][\w'’.\-]*){0,2})\s?:[ \t]+(?=\S)", re.MULTILINE)
 # (a turn: the name, a colon and words on the same line; "Tips:" ending its line is a heading)
 _EMAIL = re.compile(r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}\b")
@@ -251,6 +258,10 @@ def extract(text: str, metadata: Mapping | None = None) -> list[Mention]:
         s = m.group().rstrip("s") if m.group().endswith("s") and m.group()[:-1].isupper() else m.group()
         if free(*m.span()) and s not in ACRONYM_STOP and len(s) >= 2:
             add(s, "acronym", m.span())
+    for m in _HONORIFIC.finditer(body):
+        if free(*m.span()):
+            add(m.group(), "name" if m.group().startswith(_PLACE_HONORIFICS) else "person",
+                m.span())
     for m in _CAP_RUN.finditer(body):
         if not free(*m.span()):
             continue

@@ -97,3 +97,22 @@ def test_numbered_names_keep_their_number():
 
 def test_stop_words_days_and_months_are_not_entities():
     assert extract("Monday was great. I think May is busy. Thanks, we will see!") == []
+
+
+def test_a_name_after_an_honorific_is_the_same_name_wherever_it_stands():
+    """An honorific's period does not end a sentence: "Dr. Smith" is one name whether a
+    reporting verb follows it or not (LongMemEval: three turns naming the user's therapist
+    gave "Smith" once, from "Dr. Smith suggested", and nothing for the other two or the
+    question, so the graph channel favoured one turn)."""
+    from rcll.entities.extractor import extract
+
+    texts = ["I see Dr. Smith every week, and she's been helping me.",
+             "I have a therapy session with Dr. Smith coming up soon.",
+             'Dr. Smith suggested I learn to say "no".',
+             "How often do I see my therapist, Dr. Smith?"]
+    for text in texts:
+        assert [(m.normalized, m.entity_type) for m in extract(text)] == [("dr smith", "person")]
+    assert [m.normalized for m in extract("Mrs. Okafor met Mr. Lee and Dr. Jane Smith.")] == [
+        "mrs okafor", "mr lee", "dr jane smith"]
+    assert [(m.normalized, m.entity_type) for m in extract("We flew to St. Louis.")] == [
+        ("st louis", "name")]
