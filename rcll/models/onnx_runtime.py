@@ -307,7 +307,7 @@ class OnnxEmbedder:
     ``cores`` (a :class:`rcll.models.cores.CoreLeases`, in a worker's pool processes): each
     forward pass also takes the cores no other pool process holds and runs on ``threads``
     plus one thread per core taken, up to ``max_threads`` (a second session of the same
-    file, loaded at its first use). Vectors agree with the one-thread session's to float
+    file, loaded with the first). Vectors agree with the one-thread session's to float
     rounding. Raises at construction what :func:`ensure_export` raises."""
 
     runtime = "onnx"
@@ -331,6 +331,8 @@ class OnnxEmbedder:
         self._wide: dict[int, object] = {}  # threads -> session, made at first use
         self._wide_lock = threading.Lock()
         self.wide_passes = 0  # passes that ran on borrowed cores
+        if self._cores is not None and self._max_threads > self._threads:
+            self._session_of(self._max_threads)  # loaded now, not inside a job's first pass
         self._inputs = {i.name for i in self._session.get_inputs()}
         self.dim = int(self._run(self._tok.encode_batch(["dimension probe"])).shape[1])
 
