@@ -13,6 +13,7 @@ PostgreSQL and Redis), and puts the chunk-mode worker back at the end.
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from datetime import UTC, datetime, timedelta
@@ -173,7 +174,7 @@ def test_extraction_calls_in_the_worker_are_logged_and_filtered(log_app, log_svc
                             (job,)).fetchone()["n"] == 0
 
 
-def test_closets_and_reflect_are_logged_and_grouped_by_run(log_app, hs):
+def test_closets_and_reflect_are_logged_and_grouped_by_run(log_app, hs, log_svc):
     c = log_app.test_client()
     bank = "llmlog-runs"
     c.delete(B.format(bank))
@@ -193,10 +194,25 @@ def test_closets_and_reflect_are_logged_and_grouped_by_run(log_app, hs):
     assert out.status_code == 200, out.get_json()
     trace = out.get_json()["llm_trace_id"]
 
+    # the reflect's row is written by this process's log writer, off the request's path:
+    # wait for it to drain, then for the reflect's own row (the worker's rows came earlier)
+    log_svc.llm_request_log.flush(10.0)
+    requests_of(c, bank, f"trace_id={trace}", want=1, timeout_s=60)
     page = requests_of(c, bank, want=4 + groups + 1)
     by_op: dict[str, list] = {}
     for row in page["items"]:
         by_op.setdefault(row["operation"], []).append(row)
+    if "reflect" not in by_op:  # say what was there: the writer's state and any reflect row
+        rl = log_svc.llm_request_log
+        with log_svc.pool.connection() as conn:
+            rows = conn.execute("SELECT bank_id, trace_id, started_at FROM llm_requests "
+                                "WHERE operation = 'reflect' ORDER BY started_at DESC LIMIT 5"
+                                ).fetchall()
+        raise AssertionError({"trace": trace, "writer_pid": rl._pid, "pid": os.getpid(),
+                              "writer_alive": rl._thread.is_alive() if rl._thread else None,
+                              "queued": rl._queue.unfinished_tasks if rl._queue else None,
+                              "reflect_rows": rows,
+                              "page": [(x["operation"], x["trace_id"]) for x in page["items"]]})
     assert {(x["scope"], x["trace_id"]) for x in by_op["retain"]} == {("extract", retain_job)}
     assert len(by_op["retain"]) == 4
     assert {(x["scope"], x["trace_id"]) for x in by_op["consolidation"]} == {
