@@ -114,7 +114,7 @@ class CoreLeases:
         try:
             yield len(tokens)
         finally:
-            self._give(tokens, ended=True)
+            self.release(tokens)
 
     @contextmanager
     def spare(self, most: int, idle_s: float | None = None):

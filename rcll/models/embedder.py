@@ -152,9 +152,9 @@ class EmbedderHandle:
     ``runtime`` ``torch`` loads :class:`SentenceTransformerEmbedder`; ``onnx`` loads
     :class:`rcll.models.onnx_runtime.OnnxEmbedder` at ``precision`` with ``onnx_threads``,
     its export cached under ``state_dir`` (with ``cores``, a worker's
-    :class:`rcll.models.cores.CoreLeases`, each pass also runs on idle cores) — and when an fp32 export is impossible (a model
-    torch's exporter cannot trace) falls back to torch, whose vectors and stamp are the
-    same; int8 has no such fallback (its stamp differs) and reports the error.
+    :class:`rcll.models.cores.CoreLeases`, each pass also runs on idle cores) — and when an
+    fp32 export is impossible (a model torch's exporter cannot trace) falls back to torch,
+    whose vectors and stamp are the same; int8 has no such fallback (its stamp differs) and reports the error.
     ``stamp`` is :func:`embedder_stamp` of the configuration.
     """
 

@@ -306,7 +306,7 @@ class OnnxEmbedder:
 
     ``cores`` (a :class:`rcll.models.cores.CoreLeases`, in a worker's pool processes): each
     forward pass also takes the cores no other pool process holds and runs on ``threads``
-    plus one thread per core taken, up to ``max_threads`` (a second session of the same
+    plus one thread per core taken, up to one per core (a second session of the same
     file, loaded with the first). Vectors agree with the one-thread session's to float
     rounding. Raises at construction what :func:`ensure_export` raises."""
 
@@ -314,7 +314,7 @@ class OnnxEmbedder:
 
     def __init__(self, model_name: str, state_dir: Path, precision: str = "fp32",
                  threads: int = 1, batch_size: int = 64, batch_tokens: int = 0,
-                 cores=None, max_threads: int = 0):
+                 cores=None):
         self.model_name = model_name
         self.precision = precision
         self.stamp = embedder_stamp(model_name, "onnx", precision)
@@ -327,7 +327,7 @@ class OnnxEmbedder:
         self._session = session(self.path, threads)
         self._threads = max(1, threads)
         self._cores = cores if threads > 0 else None  # 0: onnxruntime's own one per core
-        self._max_threads = max(self._threads, max_threads or (cores.cores if cores else 1))
+        self._max_threads = max(self._threads, cores.cores if cores else 1)
         self._wide: dict[int, object] = {}  # threads -> session, made at first use
         self._wide_lock = threading.Lock()
         self.wide_passes = 0  # passes that ran on borrowed cores
