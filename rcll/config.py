@@ -154,10 +154,12 @@ class Settings(BaseSettings):
                                "(the vector columns are created with it).")
     embed_batch_size: int = Field(16, description="Texts per forward pass; small batches pad less on CPU.")
     embed_batch_tokens: int = Field(
-        4096, ge=0, description="RCLL_EMBED_BATCH_TOKENS: padded tokens per write-path forward "
+        512, ge=0, description="RCLL_EMBED_BATCH_TOKENS: padded tokens per write-path forward "
         "pass (texts x the longest one's tokens); a call's texts are sorted longest first and "
         "cut into batches of at most this and RCLL_EMBED_BATCH_SIZE texts "
-        "(rcll.models.batching.token_batches); 0 = batches of RCLL_EMBED_BATCH_SIZE only.")
+        "(rcll.models.batching.token_batches); 0 = batches of RCLL_EMBED_BATCH_SIZE only. "
+        "Small passes keep a pass's activations in cache: decision 0025 "
+        "(benchmarks/embed_batches.py).")
     embedder_enabled: bool = True
     embed_runtime: Literal["torch", "onnx"] = Field(
         "onnx", description="RCLL_EMBED_RUNTIME=onnx|torch: what runs the embedder. onnx "
