@@ -26,7 +26,8 @@ Variants (``--variants``, comma-separated):
 - ``after``: this checkout with its defaults (``RCLL_WORKER_CONCURRENCY``,
   ``RCLL_TORCH_THREADS``);
 - ``cPtT`` (e.g. ``c1t1``, ``c3t1``, ``c1t2``): this checkout with ``P`` pool processes of
-  ``T`` torch threads;
+  ``T`` torch threads; ``cPtTbN`` (e.g. ``c2t1b4096``) the same with ``N`` padded tokens per
+  write-path embed pass (``RCLL_EMBED_BATCH_TOKENS``; the raw embedder keeps the checkout's);
 - ``torch``, ``onnx-fp32``, ``onnx-int8``: this checkout with its defaults and that
   embedder (``RCLL_EMBED_RUNTIME``, ``RCLL_EMBED_PRECISION``; the ONNX export is made in
   ``<state-dir>`` by the warm-up, before timing).
@@ -138,11 +139,14 @@ def parse_variant(name: str, base_tree: Path, defaults) -> dict:
     if name == "after":
         return {"name": name, "tree": ROOT, "concurrency": defaults.worker_processes,
                 "threads": defaults.torch_threads}
-    m = re.fullmatch(r"c(\d+)t(\d+)", name)
+    m = re.fullmatch(r"c(\d+)t(\d+)(?:b(\d+))?", name)
     if not m:
-        raise SystemExit(f"unknown variant {name!r}: before, after, cPtT, torch, onnx-fp32 "
-                         "or onnx-int8")
-    return {"name": name, "tree": ROOT, "concurrency": int(m[1]), "threads": int(m[2])}
+        raise SystemExit(f"unknown variant {name!r}: before, after, cPtT, cPtTbN, torch, "
+                         "onnx-fp32 or onnx-int8")
+    out = {"name": name, "tree": ROOT, "concurrency": int(m[1]), "threads": int(m[2])}
+    if m[3] is not None:
+        out["batch_tokens"] = int(m[3])
+    return out
 
 
 def base_tree(state_dir: Path, base: str) -> Path:
@@ -168,9 +172,9 @@ def start_worker(s, variant: dict) -> None:
     env["PYTHONPATH"] = str(variant["tree"])
     env["RCLL_WORKER_CONCURRENCY"] = str(variant["concurrency"])
     env["RCLL_TORCH_THREADS"] = str(variant["threads"])
-    for key in ("runtime", "precision"):
+    for key in ("runtime", "precision", "batch_tokens"):
         if key in variant:
-            env[f"RCLL_EMBED_{key.upper()}"] = variant[key]
+            env[f"RCLL_EMBED_{key.upper()}"] = str(variant[key])
     cmd = [sys.executable, "-m", "celery", "-A", "workers.celery_app", "worker",
            "--loglevel", "INFO", "--concurrency", str(variant["concurrency"]),
            "--hostname", f"bench-{variant['name']}@%h"]
