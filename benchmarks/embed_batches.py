@@ -21,6 +21,12 @@ round, after one warm call; the figure is texts over the process's CPU seconds (
 load on the machine does not count), median over rounds. Prints per corpus and runtime:
 budget, texts/CPU s, padded tokens over real tokens, passes, and the ratio to the first
 budget listed (the baseline, the old default 16x4096).
+
+``--two-cores`` (onnx): one call's passes on two cores, the way a worker's embedder uses a
+core another pool process left idle (:mod:`rcll.models.cores`), in one run on the CISI texts
+at the default budget: one pass at a time on one thread (the baseline), one pass at a time
+on a session of two intra-op threads (how borrowed cores ran before decision 0025), and two
+passes at once on the one-thread session (how they run now); wall seconds and speed-up.
 """
 
 from __future__ import annotations
@@ -84,6 +90,43 @@ def run(emb, texts: list[str], call: int, size: int, tokens: int) -> dict:
             "passes": passes}
 
 
+def two_cores(s: Settings, texts: list[str], rounds: int) -> dict:
+    """Wall seconds of the three ways to run one call's passes (module docstring)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from rcll.models.onnx_runtime import OnnxEmbedder, padded, session
+
+    emb = OnnxEmbedder(s.embedder_model, s.state_dir, "fp32", 1, s.embed_batch_size,
+                       s.embed_batch_tokens)
+    two = session(emb.path, 2)
+    enc = emb._tok.encode_batch(texts)
+    feeds = [{k: v for k, v in padded([enc[i] for i in idx], emb._pad_id).items()
+              if k in emb._inputs}
+             for idx in token_batches([len(e.ids) for e in enc], s.embed_batch_tokens,
+                                      s.embed_batch_size)]
+
+    def passes(sess, part) -> None:
+        for feed in part:
+            sess.run(None, feed)
+
+    def timed(fn) -> float:
+        t0 = time.perf_counter()
+        fn()
+        return time.perf_counter() - t0
+
+    passes(emb._session, feeds[:4])
+    passes(two, feeds[:4])
+    out: dict[str, list[float]] = {"one_thread": [], "one_pass_two_threads": [],
+                                   "two_passes_at_once": []}
+    with ThreadPoolExecutor(2) as pool:
+        for _ in range(rounds):
+            out["one_thread"].append(timed(lambda: passes(emb._session, feeds)))
+            out["one_pass_two_threads"].append(timed(lambda: passes(two, feeds)))
+            out["two_passes_at_once"].append(timed(lambda: list(pool.map(
+                lambda part: passes(emb._session, part), (feeds[0::2], feeds[1::2])))))
+    return {k: statistics.median(v) for k, v in out.items()} | {"passes": len(feeds)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
@@ -91,11 +134,23 @@ def main() -> None:
     ap.add_argument("--budgets", default="16x4096,16x2048,16x1024,16x512,16x256,64x512")
     ap.add_argument("--limit", type=int, default=336, help="CISI documents (turns: 5x)")
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--two-cores", action="store_true", help="only the two-core comparison")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     s = Settings()
     budgets = [tuple(int(x) for x in b.split("x")) for b in args.budgets.split(",")]
     texts = corpora(Path(args.data), args.limit)
+    if args.two_cores:
+        got = two_cores(s, texts["cisi"][0], args.rounds)
+        base = got["one_thread"]
+        print(f"one call of {len(texts['cisi'][0])} CISI texts, {got['passes']} passes at "
+              f"{s.embed_batch_size}x{s.embed_batch_tokens}, onnx fp32, median of "
+              f"{args.rounds} rounds:", flush=True)
+        for k in ("one_thread", "one_pass_two_threads", "two_passes_at_once"):
+            print(f"  {k:22} {got[k]:6.2f} s  x{base / got[k]:.2f}", flush=True)
+        if args.out:
+            Path(args.out).write_text(json.dumps(got, indent=1))
+        return
     print(f"embed batches: one process, one thread; default now "
           f"{s.embed_batch_size}x{s.embed_batch_tokens}; {args.rounds} rounds", flush=True)
     out = []

@@ -82,10 +82,10 @@ class Settings(BaseSettings):
                                     "0020-document-ingest-processes-and-entity-index.md).")
     worker_spare_cores: bool = Field(
         True, description="RCLL_WORKER_SPARE_CORES: a worker's pool processes share one token "
-        "per core (rcll.models.cores); an ONNX embedding pass also runs on the cores no other "
-        "pool process holds, so one job at the end of an ingest is not left on one core "
-        "(docs/decisions/0024-spare-cores-and-largest-first.md); false = each pass on "
-        "RCLL_ONNX_THREADS.")
+        "per core (rcll.models.cores); an ONNX embedding call also runs passes at once on the "
+        "cores no other pool process holds, so one job at the end of an ingest is not left on "
+        "one core (docs/decisions/0024-spare-cores-and-largest-first.md, 0025); false = one "
+        "pass at a time on RCLL_ONNX_THREADS.")
     torch_threads: int = Field(1, ge=0, description="torch intra-op threads per process "
                                "(embedder, reranker); 0 = torch's default, one per core. Scale "
                                "with processes instead (docs/decisions/0014-process-model.md).")

@@ -6,9 +6,9 @@ A worker runs one pool process per core, each pass on one intra-op thread
 the end of an ingest (or behind one large document) a single job embeds on one core while
 the others idle. With core leases each pool process holds a token while it runs a task
 (:meth:`CoreLeases.hold`, from the worker's task signals), and the embedder takes the free
-tokens for one forward pass at a time (:meth:`CoreLeases.spare`), running that pass on one
-more thread per token (:class:`rcll.models.onnx_runtime.OnnxEmbedder`). A process that
-starts a task meanwhile finds its token taken only until that pass ends.
+tokens for one group of forward passes at a time (:meth:`CoreLeases.spare`), running one
+more pass at once per token (:class:`rcll.models.onnx_runtime.OnnxEmbedder`). A process that
+starts a task meanwhile finds its token taken only until that group ends.
 
 A core is lent only when its process has been without a task for :data:`IDLE_S` (the token
 file's mtime is set when a task ends): while the queue has work every process is busy and
@@ -48,6 +48,8 @@ class CoreLeases:
         self.folder = Path(folder)
         self.cores = max(1, int(cores))
         self.folder.mkdir(parents=True, exist_ok=True)
+        for i in range(self.cores):  # made now: a new token's "last task" is its creation
+            os.close(os.open(self.folder / f"core-{i}.lock", os.O_RDWR | os.O_CREAT, 0o600))
         self._pid: int | None = None
         self._fds: list[int] = []
         self._held: set[int] = set()
@@ -119,7 +121,7 @@ class CoreLeases:
     @contextmanager
     def spare(self, most: int, idle_s: float | None = None):
         """Up to ``most`` free tokens beyond the caller's own for the ``with`` block (one
-        forward pass), each of a core whose last task ended ``idle_s`` (default
+        group of forward passes run at once), each of a core whose last task ended ``idle_s`` (default
         :data:`IDLE_S`) ago or more: yields how many were taken (0 when every other core is
         busy, or only between two tasks)."""
         try:

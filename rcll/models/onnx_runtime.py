@@ -269,11 +269,9 @@ def padded(encodings, pad_id: int) -> dict[str, np.ndarray]:
     return {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
 
 
-def session(path: Path, threads: int, spin: bool = True):
+def session(path: Path, threads: int):
     """An onnxruntime CPU session of ``path`` with ``threads`` intra-op threads (0 = one per
-    core, onnxruntime's default) and one inter-op thread, every graph optimisation on;
-    ``spin=False``: its pool threads sleep between operators instead of spinning (a session
-    run on borrowed cores, :mod:`rcll.models.cores`, must not burn them while it waits)."""
+    core, onnxruntime's default) and one inter-op thread, every graph optimisation on."""
     import onnxruntime as ort
 
     so = ort.SessionOptions()
@@ -282,8 +280,6 @@ def session(path: Path, threads: int, spin: bool = True):
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     so.log_severity_level = 3
-    if not spin:
-        so.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
 
 
@@ -304,11 +300,13 @@ class OnnxEmbedder:
     ``model_name`` the configured name, ``stamp`` what its vectors are stored under
     (``<model>`` for fp32, ``<model>#int8`` for int8), ``path`` the ONNX file it runs.
 
-    ``cores`` (a :class:`rcll.models.cores.CoreLeases`, in a worker's pool processes): each
-    forward pass also takes the cores no other pool process holds and runs on ``threads``
-    plus one thread per core taken, up to one per core (a second session of the same
-    file, loaded with the first). Vectors agree with the one-thread session's to float
-    rounding. Raises at construction what :func:`ensure_export` raises."""
+    ``cores`` (a :class:`rcll.models.cores.CoreLeases`, in a worker's pool processes): a
+    call's passes also take the cores no other pool process holds, and run that many more
+    passes at once, each on its own thread and ``threads`` intra-op threads of the same
+    session (onnxruntime runs concurrent ``run`` calls of one session; a pass on one thread
+    computes on its caller's thread). Two single-thread passes at once embed about 2x one
+    pass, where one pass on two threads gave about 1.7x (decision 0025). Vectors are the
+    one-thread session's. Raises at construction what :func:`ensure_export` raises."""
 
     runtime = "onnx"
 
@@ -327,12 +325,9 @@ class OnnxEmbedder:
         self._session = session(self.path, threads)
         self._threads = max(1, threads)
         self._cores = cores if threads > 0 else None  # 0: onnxruntime's own one per core
-        self._max_threads = max(self._threads, cores.cores if cores else 1)
-        self._wide: dict[int, object] = {}  # threads -> session, made at first use
-        self._wide_lock = threading.Lock()
+        # tokens a call may borrow: the cores beyond its own pass's threads
+        self._spare = max(0, (cores.cores if cores else 1) - self._threads)
         self.wide_passes = 0  # passes that ran on borrowed cores
-        if self._cores is not None and self._max_threads > self._threads:
-            self._session_of(self._max_threads)  # loaded now, not inside a job's first pass
         self._inputs = {i.name for i in self._session.get_inputs()}
         self.dim = int(self._run(self._tok.encode_batch(["dimension probe"])).shape[1])
 
@@ -350,29 +345,55 @@ class OnnxEmbedder:
                 return np.empty((0, self.dim), dtype=np.float32)
             enc = self._tok.encode_batch(texts)
             out = np.empty((len(texts), self.dim), dtype=np.float32)
-            for idx in token_batches([len(e.ids) for e in enc], self.batch_tokens,
-                                     self.batch_size):
-                out[idx] = self._run([enc[i] for i in idx])
+            batches = token_batches([len(e.ids) for e in enc], self.batch_tokens,
+                                    self.batch_size)
+            i = 0
+            while i < len(batches):
+                want = min(self._spare, (len(batches) - i - 1) * self._threads)
+                if self._cores is None or want <= 0:
+                    out[batches[i]] = self._run([enc[j] for j in batches[i]])
+                    i += 1
+                    continue
+                with self._cores.spare(want) as extra:  # one group of passes at a time
+                    group = batches[i:i + 1 + extra // self._threads]
+                    for idx, vecs in zip(group, self._run_at_once(
+                            [[enc[j] for j in idx] for idx in group]), strict=True):
+                        out[idx] = vecs
+                self.wide_passes += len(group) - 1
+                i += len(group)
             return out
 
     def _run(self, encodings) -> np.ndarray:
+        """One forward pass of ``encodings`` on this thread: unit-norm (n, dim) float32."""
         feed = padded(encodings, self._pad_id)
         inputs = {k: v for k, v in feed.items() if k in self._inputs}
-        if self._cores is None or self._max_threads <= self._threads:
-            hidden = self._session.run(None, inputs)[0]
-        else:
-            with self._cores.spare(self._max_threads - self._threads) as extra:
-                sess = self._session if not extra else self._session_of(self._threads + extra)
-                hidden = sess.run(None, inputs)[0]
-                self.wide_passes += bool(extra)
+        hidden = self._session.run(None, inputs)[0]
         return mean_pool_normalise(hidden, feed["attention_mask"])
 
-    def _session_of(self, threads: int):
-        """The session that runs a pass on ``threads`` intra-op threads (not spinning)."""
-        with self._wide_lock:
-            if threads not in self._wide:
-                self._wide[threads] = session(self.path, threads, spin=False)
-            return self._wide[threads]
+    def _run_at_once(self, groups: list) -> list[np.ndarray]:
+        """One pass per element of ``groups``, all at once: the first on this thread, each
+        other on a thread of its own (started here, so a forked pool process never inherits
+        a pool of threads). Returns the vectors in ``groups`` order; re-raises a pass's
+        error after every pass has ended."""
+        results: list = [None] * len(groups)
+        errors: list[BaseException] = []
+
+        def work(k: int) -> None:
+            try:
+                results[k] = self._run(groups[k])
+            except BaseException as exc:  # noqa: BLE001 - re-raised below, in the caller
+                errors.append(exc)
+
+        helpers = [threading.Thread(target=work, args=(k,), name=f"rcll-embed-pass-{k}",
+                                    daemon=True) for k in range(1, len(groups))]
+        for t in helpers:
+            t.start()
+        work(0)
+        for t in helpers:
+            t.join()
+        if errors:
+            raise errors[0]
+        return results
 
     def token_lengths(self, texts: list[str],
                       token_counts: list[int | None] | None = None) -> list[int]:

@@ -86,18 +86,44 @@ def test_an_embedding_pass_runs_wide_on_idle_cores_and_gives_the_same_vectors(st
     before = wide.wide_passes
     with leases.hold():
         got = wide.embed(TEXTS)
-    assert wide.wide_passes - before == 5  # 40 texts, 8 per pass, each on the idle 2nd core
+    # 40 texts, 8 per pass: 5 passes, two at a time while the 2nd core idles, so passes 2
+    # and 4 ran on it and the 5th alone on this process's own core
+    assert wide.wide_passes - before == 2
     cos = (ref * got).sum(axis=1)
     assert cos.min() > 0.99999
+    np.testing.assert_allclose(got, ref, atol=1e-5)  # each row where it belongs
 
     other = CoreLeases(tmp_path / "cores", 2)
     taken = other.acquire()  # another pool process runs a task: its core is not lent
     assert taken
     with leases.hold():
         again = wide.embed(TEXTS)
-    assert wide.wide_passes - before == 5
+    assert wide.wide_passes - before == 2
     np.testing.assert_allclose(again, ref, atol=1e-5)
     other.release(taken)
+
+
+def test_a_failing_pass_on_a_borrowed_core_fails_the_call_and_gives_the_core_back(state,
+                                                                                  tmp_path):
+    """A pass that raises on its helper thread is the call's error (not a row of zeros),
+    raised after the other pass ends, and the borrowed token is free again."""
+    leases = CoreLeases(tmp_path / "cores", 2)
+    wide = OnnxEmbedder(MODEL, state, "fp32", threads=1, batch_size=8, cores=leases)
+    time.sleep(IDLE_S)
+    real, calls = wide._run, []
+
+    def flaky(encodings):
+        calls.append(len(encodings))
+        if len(calls) == 2:  # one of the first group's two passes (run at once)
+            raise RuntimeError("pass failed")
+        return real(encodings)
+
+    wide._run = flaky
+    with leases.hold(), pytest.raises(RuntimeError, match="pass failed"):
+        wide.embed(TEXTS)
+    assert len(calls) == 2  # the group's other pass ran to its end; no further group began
+    with CoreLeases(tmp_path / "cores", 2).spare(2, idle_s=0) as free:
+        assert free == 2  # the call's borrowed token and this test's own are both back
 
 
 def test_the_workers_tasks_hold_their_core_and_give_it_back(client, settings, worker):
