@@ -28,6 +28,35 @@ def test_prose_is_packed_to_the_limit():
     assert all(TOK.count(c) <= 64 for c in chunks)
 
 
+def test_classifier_matches_as_ignorecase_did_on_every_case(tmp_path):
+    """Lower-case patterns search the lower-cased text; a pattern with an upper-case letter
+    (``\\S``, a capital) keeps re.IGNORECASE on the text itself: every pattern file entry
+    classifies as the re.IGNORECASE compile of it would."""
+    import re
+
+    from rcll.hierarchy.classifier import compile_pattern, load
+
+    rx, on_lower = compile_pattern(r"\b(deploy(ed|s)?|roll(ed)? back)\b")
+    assert on_lower and rx.flags & re.I == 0
+    rx, on_lower = compile_pattern(r"\bv\S+ release\b")  # \S is not \s: not lower-cased
+    assert not on_lower and rx.flags & re.I
+    path = tmp_path / "patterns.toml"
+    path.write_text("[[rooms]]\nname = 'ops'\npattern = '\\bv\\S+ release\\b'\n"
+                    "[[rooms]]\nname = 'deployment'\npattern = '\\bdeploy(ed)?\\b'\n"
+                    "[[halls]]\nname = 'warning'\npattern = '\\bnever\\b'\n")
+    c = load(path)
+    assert c.classify("The V2.1 RELEASE went out") == ("ops", "fact")
+    assert c.classify("v 2 release") == ("general", "fact")  # \S+ needs a non-space
+    assert c.classify("NEVER Deployed on a Friday") == ("deployment", "warning")
+    shipped = load()
+    texts = ["Never DEPLOY on Friday", "The OAuth TOKEN expired", "I LOVE painting sunsets",
+             "Postgres MIGRATIONS failed in CI", "We talked about the Trip to Lisbon"]
+    ignorecase = [(name, re.compile(rx.pattern, re.I)) for name, rx, _ in shipped.rooms]
+    for t in texts:
+        want = next((n for n, r in ignorecase if r.search(t)), "general")
+        assert shipped.classify(t)[0] == want
+
+
 def test_classifier_first_match_and_explicit_values_win():
     c = default_classifier()
     assert c.classify("Never deploy on Friday") == ("deployment", "warning")
