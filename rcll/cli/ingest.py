@@ -170,11 +170,13 @@ def batches(items: list[dict], max_items: int, max_bytes: int = BATCH_BYTES) -> 
 
 def submit(client, bank: str, plan: Plan, batch_size: int,
            on_sent: Callable[[int], None] | None = None,
-           max_bytes: int = JOB_BYTES) -> tuple[list[str], list[Skipped]]:
-    """Send the plan's items; ``(operation ids, skipped)``. A batch the server refuses with
-    a 4xx (other than 429) is re-sent item by item, and an item refused alone is skipped
-    with the server's code and message. 5xx and transport errors propagate (the server is
-    away, not the input bad)."""
+           max_bytes: int = JOB_BYTES,
+           ranges: list[range] | None = None) -> tuple[list[str], list[Skipped]]:
+    """Send the plan's items (``ranges``: only these batches, else all of them in
+    :func:`batches` of ``batch_size`` items and ``max_bytes``); ``(operation ids,
+    skipped)``. A batch the server refuses with a 4xx (other than 429) is re-sent item by
+    item, and an item refused alone is skipped with the server's code and message. 5xx and
+    transport errors propagate (the server is away, not the input bad)."""
     from rcll.client import RCLLHTTPError
 
     ops: list[str] = []
@@ -195,9 +197,16 @@ def submit(client, bank: str, plan: Plan, batch_size: int,
         if on_sent:
             on_sent(len(idx))
 
-    for idx in batches(plan.items, batch_size, max_bytes):
+    for idx in (batches(plan.items, batch_size, max_bytes) if ranges is None else ranges):
         send(idx)
     return ops, skipped
+
+
+def _file_bytes(f: Path) -> int:
+    try:
+        return f.stat().st_size
+    except OSError:  # submit_files says why when it reads it
+        return 0
 
 
 def largest_first(files: list[Path]) -> list[Path]:
@@ -205,13 +214,35 @@ def largest_first(files: list[Path]) -> list[Path]:
     its conversion and embedding work, so the longest jobs start first and the job that ends
     an ingest is a short one (longest-processing-time-first scheduling). Each file is its
     own document, so the order changes no version. An unreadable file counts as empty."""
-    def size(f: Path) -> int:
-        try:
-            return f.stat().st_size
-        except OSError:  # submit_files says why when it reads it
-            return 0
+    return sorted(files, key=_file_bytes, reverse=True)
 
-    return sorted(files, key=size, reverse=True)
+
+def send_order(files: list[Path], items: list[dict],
+               ranges: list[range]) -> list[tuple[str, list[Path] | range]]:
+    """The order ``rcll ingest`` sends in: longest-processing-time first over the document
+    ``files`` (already :func:`largest_first`) and the item batches ``ranges`` together, so
+    that a large batch of text files is not queued behind many small documents and left to
+    end the ingest on one worker process. A file's bytes and a batch's content bytes stand
+    for their work. Each list keeps its own order (item batches must: two items of one
+    document are applied in the order sent); at each step the larger of the next file and
+    the next batch goes, the file on a tie (its conversion comes first). Returns steps
+    ``("files", [path, ...])`` (consecutive files, one :func:`submit_files` call) and
+    ``("items", range)``."""
+    sizes = [sum(len(str(items[i].get("content", "")).encode("utf-8")) for i in r)
+             for r in ranges]
+    steps: list[tuple[str, list[Path] | range]] = []
+    fi = bi = 0
+    while fi < len(files) or bi < len(ranges):
+        if bi >= len(ranges) or (fi < len(files) and _file_bytes(files[fi]) >= sizes[bi]):
+            if steps and steps[-1][0] == "files":
+                steps[-1][1].append(files[fi])  # type: ignore[union-attr]
+            else:
+                steps.append(("files", [files[fi]]))
+            fi += 1
+        else:
+            steps.append(("items", ranges[bi]))
+            bi += 1
+    return steps
 
 
 def submit_files(client, bank: str, files: list[Path], batch: int = FILE_BATCH,

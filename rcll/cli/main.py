@@ -249,7 +249,16 @@ def ingest(paths: tuple[str, ...], bank: str, batch_size: int, text_suffix: tupl
     and listed at the end; the rest are ingested. Hidden files and folders inside a folder
     (``.git``) are not read. Exit status 1 if anything was skipped or failed.
     """
-    from rcll.cli.ingest import largest_first, read_paths, submit, submit_files, text_suffixes
+    from rcll.cli.ingest import (
+        JOB_BYTES,
+        batches,
+        largest_first,
+        read_paths,
+        send_order,
+        submit,
+        submit_files,
+        text_suffixes,
+    )
     from rcll.cli.ingest_progress import summary
 
     try:
@@ -265,12 +274,22 @@ def ingest(paths: tuple[str, ...], bank: str, batch_size: int, text_suffix: tupl
     with _ingest_progress() as bar:
         sent = bar.add_task("submitting", total=len(plan.items) + len(plan.files), rate="",
                             eta="")
-        # document files first, largest first: their conversion runs while the items chunk,
-        # and the job that ends the ingest is a small one (rcll.cli.ingest.largest_first)
-        file_ops, file_refused = submit_files(client, bank, plan.files,
-                                              on_sent=lambda n: bar.advance(sent, n))
-        ops, refused = submit(client, bank, plan, batch_size,
-                              on_sent=lambda n: bar.advance(sent, n))
+        # files and item batches largest first, together: the longest jobs start first and
+        # the job that ends the ingest is a small one (rcll.cli.ingest.send_order)
+        ops, refused, file_ops, file_refused = [], [], [], []
+
+        def advance(n: int) -> None:
+            bar.advance(sent, n)
+
+        for kind, what in send_order(plan.files, plan.items,
+                                     batches(plan.items, batch_size, JOB_BYTES)):
+            if kind == "files":
+                got, no = submit_files(client, bank, what, on_sent=advance)
+                file_ops, file_refused = file_ops + got, file_refused + no
+            else:
+                got, no = submit(client, bank, plan, batch_size, on_sent=advance,
+                                 ranges=[what])
+                ops, refused = ops + got, refused + no
         final = _wait_units(client, bank, bar, ops, file_ops, plan, started)
     bad = [o for o in final if o["state"] != "succeeded"]
     skipped = plan.skipped + refused + file_refused
