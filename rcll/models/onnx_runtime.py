@@ -304,9 +304,8 @@ class OnnxEmbedder:
     call's passes also take the cores no other pool process holds, and run that many more
     passes at once, each on its own thread and ``threads`` intra-op threads of the same
     session (onnxruntime runs concurrent ``run`` calls of one session; a pass on one thread
-    computes on its caller's thread). Two single-thread passes at once embed about 2x one
-    pass, where one pass on two threads gave about 1.7x (decision 0025). Vectors are the
-    one-thread session's. Raises at construction what :func:`ensure_export` raises."""
+    computes on its caller's thread): small passes split across threads less well than
+    passes run side by side (decision 0025). Vectors are the one-thread session's. Raises at construction what :func:`ensure_export` raises."""
 
     runtime = "onnx"
 
