@@ -168,7 +168,9 @@ def start_worker(s, variant: dict) -> None:
 
     run_dir = s.run_dir.resolve()
     processes.stop(run_dir, "worker")
-    env = {k: v for k, v in stack.child_env(s).items() if k not in THREAD_VARS}
+    # another tree keeps its own defaults: only the stack's explicit settings go to it
+    env = {k: v for k, v in stack.child_env(s, only_set=variant["tree"] != ROOT).items()
+           if k not in THREAD_VARS}
     env["PYTHONPATH"] = str(variant["tree"])
     env["RCLL_WORKER_CONCURRENCY"] = str(variant["concurrency"])
     env["RCLL_TORCH_THREADS"] = str(variant["threads"])

@@ -105,7 +105,9 @@ def start_api(s, v: dict, port: int, index: int = 0) -> None:
     run_dir = s.run_dir.resolve()
     name = f"api-{v['name']}"
     processes.stop(run_dir, name)
-    env = {k: val for k, val in stack.child_env(s).items() if k not in THREAD_VARS}
+    # another tree keeps its own defaults: only the stack's explicit settings go to it
+    env = {k: val for k, val in stack.child_env(s, only_set=v["tree"] != ROOT).items()
+           if k not in THREAD_VARS}
     env.update({"PYTHONPATH": str(v["tree"]), "RCLL_AUTH": "off", "RCLL_API_PORT": str(port),
                 "RCLL_QUERY_CACHE_SIZE": "0", "RCLL_TORCH_THREADS": str(v["torch"]),
                 "RCLL_QUERY_BATCH_WAIT_MS": str(v["batch"])})

@@ -27,10 +27,14 @@ from rcll.store import migrate
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
-def child_env(settings: Settings) -> dict:
-    """The environment for child processes: every setting as ``RCLL_*``, paths absolute."""
+def child_env(settings: Settings, only_set: bool = False) -> dict:
+    """The environment for child processes: every setting as ``RCLL_*``, paths absolute.
+    ``only_set``: only the settings given explicitly (keyword or environment), so a child
+    running other code (another checkout, in a benchmark) keeps that code's own defaults."""
     env = dict(os.environ)
     for name, value in settings.model_dump(mode="json").items():
+        if only_set and name not in settings.model_fields_set:
+            continue
         if value is not None:  # lists and dicts as JSON (what pydantic-settings parses)
             env[f"RCLL_{name.upper()}"] = (json.dumps(value) if isinstance(value, (list, dict))
                                            else str(value))

@@ -143,3 +143,21 @@ def test_worker_exporter_listens_on_loopback_only(stack_env):
         if int(hexport, 16) == port and state == "0A":  # LISTEN
             listening.add(addr)
     assert listening == {"0100007F"}  # 127.0.0.1, not 0.0.0.0 (00000000)
+
+
+def test_child_env_only_set_passes_the_explicit_settings_alone(monkeypatch, tmp_path):
+    """A benchmark's child running another checkout gets the stack's explicit settings
+    (keyword or RCLL_* environment) and the state folder, never this checkout's defaults."""
+    from rcll.config import Settings
+    from rcll.dev.stack import child_env
+
+    for key in [k for k in os.environ if k.startswith("RCLL_")]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("RCLL_API_THREADS", "3")
+    s = Settings(state_dir=tmp_path / "state", pg_port=55555)
+    every, only = child_env(s), child_env(s, only_set=True)
+    assert every["RCLL_EMBED_BATCH_TOKENS"] == str(Settings().embed_batch_tokens)
+    assert every["RCLL_RECALL_RECIPE"] == Settings().recall_recipe
+    assert "RCLL_EMBED_BATCH_TOKENS" not in only and "RCLL_RECALL_RECIPE" not in only
+    assert only["RCLL_PG_PORT"] == "55555" and only["RCLL_API_THREADS"] == "3"
+    assert only["RCLL_STATE_DIR"] == str((tmp_path / "state").resolve())
