@@ -162,16 +162,26 @@ def base_tree(state_dir: Path, base: str) -> Path:
     return tree
 
 
+def variant_env(s, tree: Path) -> dict:
+    """The environment of a variant's child process running the code in ``tree``: the
+    stack's settings (:func:`rcll.dev.stack.child_env`; for another checkout only the
+    explicit ones, so it keeps its own defaults), no thread-count variables, ``PYTHONPATH``
+    the tree."""
+    from rcll.dev import stack
+
+    env = {k: v for k, v in stack.child_env(s, only_set=tree != ROOT).items()
+           if k not in THREAD_VARS}
+    env["PYTHONPATH"] = str(tree)
+    return env
+
+
 def start_worker(s, variant: dict) -> None:
     """Start the variant's Celery worker (all queues) and wait until it is ready."""
     from rcll.dev import processes, stack
 
     run_dir = s.run_dir.resolve()
     processes.stop(run_dir, "worker")
-    # another tree keeps its own defaults: only the stack's explicit settings go to it
-    env = {k: v for k, v in stack.child_env(s, only_set=variant["tree"] != ROOT).items()
-           if k not in THREAD_VARS}
-    env["PYTHONPATH"] = str(variant["tree"])
+    env = variant_env(s, variant["tree"])
     env["RCLL_WORKER_CONCURRENCY"] = str(variant["concurrency"])
     env["RCLL_TORCH_THREADS"] = str(variant["threads"])
     for key in ("runtime", "precision", "batch_tokens"):

@@ -63,7 +63,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.ingest_documents import _portable as portable  # noqa: E402
-from benchmarks.ingest_throughput import THREAD_VARS, base_tree  # noqa: E402
+from benchmarks.ingest_throughput import base_tree, variant_env  # noqa: E402
 
 
 def parse_variant(name: str, tree: Path, defaults) -> dict:
@@ -105,10 +105,8 @@ def start_api(s, v: dict, port: int, index: int = 0) -> None:
     run_dir = s.run_dir.resolve()
     name = f"api-{v['name']}"
     processes.stop(run_dir, name)
-    # another tree keeps its own defaults: only the stack's explicit settings go to it
-    env = {k: val for k, val in stack.child_env(s, only_set=v["tree"] != ROOT).items()
-           if k not in THREAD_VARS}
-    env.update({"PYTHONPATH": str(v["tree"]), "RCLL_AUTH": "off", "RCLL_API_PORT": str(port),
+    env = variant_env(s, v["tree"])
+    env.update({"RCLL_AUTH": "off", "RCLL_API_PORT": str(port),
                 "RCLL_QUERY_CACHE_SIZE": "0", "RCLL_TORCH_THREADS": str(v["torch"]),
                 "RCLL_QUERY_BATCH_WAIT_MS": str(v["batch"])})
     if v.get("gate") is not None:

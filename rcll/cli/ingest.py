@@ -153,12 +153,17 @@ def _read_jsonl(f: Path, text: str, plan: Plan) -> None:
         plan.sources.append(f"{f}:{n}")
 
 
+def content_bytes(item: dict) -> int:
+    """UTF-8 bytes of an item's ``content``: what batches are bounded and ordered by."""
+    return len(str(item.get("content", "")).encode("utf-8"))
+
+
 def batches(items: list[dict], max_items: int, max_bytes: int = BATCH_BYTES) -> list[range]:
     """Index ranges of consecutive items, each at most ``max_items`` items and about
     ``max_bytes`` of UTF-8 content; an item larger than ``max_bytes`` goes alone."""
     out, start, size = [], 0, 0
     for i, item in enumerate(items):
-        n = len(str(item.get("content", "")).encode("utf-8"))
+        n = content_bytes(item)
         if i > start and (i - start >= max_items or size + n > max_bytes):
             out.append(range(start, i))
             start, size = i, 0
@@ -228,12 +233,12 @@ def send_order(files: list[Path], items: list[dict],
     the next batch goes, the file on a tie (its conversion comes first). Returns steps
     ``("files", [path, ...])`` (consecutive files, one :func:`submit_files` call) and
     ``("items", range)``."""
-    sizes = [sum(len(str(items[i].get("content", "")).encode("utf-8")) for i in r)
-             for r in ranges]
+    sizes = [sum(content_bytes(items[i]) for i in r) for r in ranges]
+    file_sizes = [_file_bytes(f) for f in files]
     steps: list[tuple[str, list[Path] | range]] = []
     fi = bi = 0
     while fi < len(files) or bi < len(ranges):
-        if bi >= len(ranges) or (fi < len(files) and _file_bytes(files[fi]) >= sizes[bi]):
+        if bi >= len(ranges) or (fi < len(files) and file_sizes[fi] >= sizes[bi]):
             if steps and steps[-1][0] == "files":
                 steps[-1][1].append(files[fi])  # type: ignore[union-attr]
             else:

@@ -285,11 +285,13 @@ def ingest(paths: tuple[str, ...], bank: str, batch_size: int, text_suffix: tupl
                                      batches(plan.items, batch_size, JOB_BYTES)):
             if kind == "files":
                 got, no = submit_files(client, bank, what, on_sent=advance)
-                file_ops, file_refused = file_ops + got, file_refused + no
+                file_ops.extend(got)
+                file_refused.extend(no)
             else:
                 got, no = submit(client, bank, plan, batch_size, on_sent=advance,
                                  ranges=[what])
-                ops, refused = ops + got, refused + no
+                ops.extend(got)
+                refused.extend(no)
         final = _wait_units(client, bank, bar, ops, file_ops, plan, started)
     bad = [o for o in final if o["state"] != "succeeded"]
     skipped = plan.skipped + refused + file_refused

@@ -49,16 +49,19 @@ class CoreLeases:
         self.cores = max(1, int(cores))
         self.folder.mkdir(parents=True, exist_ok=True)
         for i in range(self.cores):  # made now: a new token's "last task" is its creation
-            os.close(os.open(self.folder / f"core-{i}.lock", os.O_RDWR | os.O_CREAT, 0o600))
+            os.close(self._open(i))
         self._pid: int | None = None
         self._fds: list[int] = []
         self._held: set[int] = set()
         self._lock = threading.Lock()
 
+    def _open(self, i: int) -> int:
+        """A descriptor of token ``i``'s lock file (created if missing)."""
+        return os.open(self.folder / f"core-{i}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+
     def _files(self) -> list[int]:
         if self._pid != os.getpid():  # new process (or first use): descriptors of its own
-            self._fds = [os.open(self.folder / f"core-{i}.lock", os.O_RDWR | os.O_CREAT, 0o600)
-                         for i in range(self.cores)]
+            self._fds = [self._open(i) for i in range(self.cores)]
             self._held = set()
             self._pid = os.getpid()
         return self._fds

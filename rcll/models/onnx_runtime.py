@@ -305,7 +305,8 @@ class OnnxEmbedder:
     passes at once, each on its own thread and ``threads`` intra-op threads of the same
     session (onnxruntime runs concurrent ``run`` calls of one session; a pass on one thread
     computes on its caller's thread): small passes split across threads less well than
-    passes run side by side (decision 0025). Vectors are the one-thread session's. Raises at construction what :func:`ensure_export` raises."""
+    passes run side by side (decision 0025). Vectors are the one-thread session's. Raises at
+    construction what :func:`ensure_export` raises."""
 
     runtime = "onnx"
 
