@@ -7,8 +7,9 @@ rest (Flask, auth, JSON serialisation); beside it a GIL probe.
         [--clients 1,16] [--duration 20] [--state-dir .rcll-bench/recall-load] \
         [--pg-port 56401] [--redis-port 56402] [--switch-ms 5] [--out ...json]
 
-Runs against the PostgreSQL and Redis of ``benchmarks/recall_load.py``'s stack (started by
-it or by ``benchmarks/replica_recall.py --keep``; its ``load-*`` LoCoMo banks), in-process:
+Runs against a running stack that holds ``benchmarks/recall_load.py``'s ``load-*`` LoCoMo
+banks — ``benchmarks/replica_recall.py --keep`` leaves one on this script's default ports
+(``recall_load.py`` stops its own at exit) — and exits saying so when there is none; in-process:
 the Flask app (``api.app.create_app``) with the checkout's defaults, ``RCLL_QUERY_CACHE_SIZE=0``
 and ``RCLL_ACTIVATION=off`` (every request embeds and runs the cold tier), ``N`` threads
 posting LoCoMo questions through the app's test client (WSGI in-process: no sockets, no
@@ -150,6 +151,24 @@ def run(app, questions, clients: int, duration_s: float) -> dict:
                              "p95": probe[int(len(probe) * 0.95)] if probe else None}}
 
 
+def _require_stack(s, banks: set[str]) -> None:
+    """Exit with what to run when the stack's PostgreSQL is down or lacks the ``load-*``
+    banks (this script neither starts a stack nor ingests)."""
+    import psycopg
+
+    start = ("start one with `benchmarks/replica_recall.py --keep` (these default ports), or "
+             "pass --pg-port/--redis-port of a running stack that holds them")
+    try:
+        with psycopg.connect(s.db_url, connect_timeout=3) as conn:
+            have = {r[0] for r in conn.execute("SELECT id FROM memory_banks WHERE id = ANY(%s)",
+                                               (sorted(banks),))}
+    except psycopg.OperationalError as e:
+        raise SystemExit(f"recall_profile: no PostgreSQL at {s.db_url} ({e.__class__.__name__}); "
+                         + start) from None
+    if have != banks:
+        raise SystemExit(f"recall_profile: the stack lacks banks {sorted(banks - have)}; " + start)
+
+
 def main() -> None:
     from rcll.bootstrap import bootstrap
     from rcll.config import Settings
@@ -183,6 +202,7 @@ def main() -> None:
     ds.banks = dict(list(ds.banks.items())[:args.conversations])
     questions = [q for q in ds.questions if q.bank_id in ds.banks]
     random.Random(7).shuffle(questions)
+    _require_stack(s, set(ds.banks))
     from api.app import create_app
 
     svc = bootstrap(s)
