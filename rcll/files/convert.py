@@ -3,7 +3,8 @@
 PDF pages come from pdfium (``pypdfium2``, installed with markitdown's ``pdf`` extra): it
 knows page boundaries, so each unit can name its page, and it is faster than pdfminer
 (benchmarks/results/ingest_files.txt; docs/decisions/0015-file-conversion.md). DOCX, PPTX,
-XLSX, HTML and EPUB go through markitdown (Microsoft's converter, the one Hindsight uses)
+XLSX, HTML and EPUB go through markitdown's converter for the type (Microsoft's converters,
+the ones Hindsight uses; called directly, the type being known: :func:`_converter_for`)
 and its Markdown is split at headings of level 1-2 (an XLSX sheet is a ``##`` heading, a
 slide a ``<!-- Slide number -->`` marker). Text and Markdown are decoded as UTF-8 and split the same way.
 
@@ -250,31 +251,68 @@ def _pdf_pages(data: bytes, limits: ConvertLimits = DEFAULT_LIMITS) -> list[Sect
         doc.close()
 
 
-_converter = None
-_converter_lock = threading.Lock()
+_converters: dict[str, object] = {}  # suffix -> markitdown's converter for it, once per process
+_converters_lock = threading.Lock()
+_LINE_END = re.compile(r"\r?\n")
+_BLANK_RUN = re.compile(r"\n{3,}")
+
+
+def _converter_for(suffix: str):
+    """markitdown's converter class for ``suffix`` (HTML, DOCX, PPTX, XLSX, EPUB), built once
+    per process. The type is known from the name or content type (:func:`file_type`), so the
+    converter is called directly rather than through ``MarkItDown``, whose every call first
+    guesses the type with magika's ONNX model — a session each converting child would build
+    (about 70 ms) and that cannot be built in the fork server (an ONNX Runtime session does
+    not survive a fork)."""
+    from markitdown.converters import (
+        DocxConverter,
+        EpubConverter,
+        HtmlConverter,
+        PptxConverter,
+        XlsxConverter,
+    )
+
+    with _converters_lock:
+        if not _converters:
+            html = HtmlConverter()
+            _converters.update({".html": html, ".htm": html, ".xhtml": html,
+                                ".docx": DocxConverter(), ".pptx": PptxConverter(),
+                                ".xlsx": XlsxConverter(), ".epub": EpubConverter()})
+    return _converters[suffix]
+
+
+def warm() -> None:
+    """Pay once the first-use costs a forked child can inherit (the fork server of
+    :mod:`rcll.files.sandbox` runs this, so each file's child does not): the converters
+    (:func:`_converter_for`) and BeautifulSoup's HTML entity tables, built on the first
+    document that holds an entity by compiling a regular expression over every entity name,
+    which the HTML, DOCX, EPUB and XLSX paths all reach. Nothing here starts a thread: a
+    forked child keeps none of its parent's."""
+    _markitdown(b"<html><body><p>&amp; &eacute; &#233;</p></body></html>", "warm.html",
+                ".html")
 
 
 def _markitdown(data: bytes, name: str, suffix: str) -> str:
-    """markitdown's Markdown for a DOCX/PPTX/XLSX/HTML/EPUB file. The converter is built once
-    per process (it loads magika's type model, ~3 s)."""
-    global _converter
-    from markitdown import MarkItDown, StreamInfo
+    """markitdown's Markdown for a DOCX/PPTX/XLSX/HTML/EPUB file, normalised as
+    ``MarkItDown`` does (trailing spaces of each line dropped, runs of blank lines cut to
+    one)."""
+    from markitdown import StreamInfo
 
-    with _converter_lock:
-        if _converter is None:
-            _converter = MarkItDown(enable_plugins=False)
     info = StreamInfo(extension=suffix, filename=PurePath(name).name or f"file{suffix}",
                       mimetype=TYPES[suffix],
                       charset="utf-8" if suffix in (".html", ".htm", ".xhtml") else None)
     try:
-        result = _converter.convert_stream(io.BytesIO(data), stream_info=info)
-    except Exception as exc:  # FileConversionException, UnsupportedFormatException, zip errors
-        if "MemoryError" in f"{exc!r} {exc}":  # markitdown wraps each converter's exception
+        result = _converter_for(suffix).convert(io.BytesIO(data), info, file_extension=suffix)
+    except MemoryError:
+        raise
+    except Exception as exc:  # the converters' own errors: corrupt, encrypted, not that type
+        if "MemoryError" in f"{exc!r} {exc}":
             raise MemoryError(str(exc)[:200]) from None
         reason = str(exc).strip().splitlines()
         detail = next((line for line in reversed(reason) if line.strip()), type(exc).__name__)
         raise ConversionError(f"markitdown could not convert it: {detail.strip(' -')[:500]}") from None
-    return result.markdown or ""
+    text = "\n".join(line.rstrip() for line in _LINE_END.split(result.markdown or ""))
+    return _BLANK_RUN.sub("\n\n", text)
 
 
 def split_markdown(markdown: str, slides: bool = False) -> list[Section]:

@@ -14,9 +14,10 @@ is held at most ``RCLL_FILE_CONVERT_TIMEOUT_S`` by any one file, however hostile
 
 Warm children: each converting process starts one fork server (``multiprocessing``'s
 ``forkserver``: a fresh interpreter, not a copy of the worker, that imports the converters
-once) and every file's child is forked from it, so a file no longer pays the converters'
-imports; the child still holds only what the server imported, sets the same address-space
-bound and is killed at the same timeout. When the fork server cannot be used the file goes
+once, builds them and their first-use tables, :mod:`rcll.files.preload`) and every file's
+child is forked from it, so a file pays neither the converters' imports nor their warm-up;
+the child still holds only what the server made, sets the same address-space bound and is
+killed at the same timeout. When the fork server cannot be used the file goes
 to a fresh interpreter (``python -m rcll.files.sandbox``) with this protocol: the parent
 writes one JSON header line ``{"name", "type", "limits"}`` then the file's bytes to the
 child's stdin; the child writes one JSON object to its stdout,
@@ -42,7 +43,8 @@ log = logging.getLogger(__name__)
 _PACKAGE_ROOT = str(Path(convert.__file__).resolve().parents[2])  # the folder holding rcll/
 
 
-_PRELOAD = ["rcll.files.sandbox", "rcll.files.convert", "pypdfium2", "markitdown"]
+_PRELOAD = ["rcll.files.sandbox", "rcll.files.convert", "pypdfium2", "markitdown",
+            "rcll.files.preload"]
 _warm_ctx = None
 _warm_failed = False
 

@@ -158,3 +158,43 @@ def test_the_sandbox_stops_a_conversion_at_its_memory_limit():
     with pytest.raises(convert.LimitExceeded,
                        match=r"memory.*500 MiB \(RCLL_FILE_CONVERT_MAX_MEMORY_MB=500\)"):
         sandbox.convert_bounded(docs.docx_paragraph_bomb(), "bomb.docx", None, lim)
+
+
+def test_office_and_html_files_convert_without_building_markitdowns_type_sniffer(monkeypatch):
+    """Each type's markitdown converter is called directly: magika's ONNX session (which a
+    forked child would otherwise build per file) is never made."""
+    import magika
+
+    def refuse(*_a, **_k):
+        raise AssertionError("magika.Magika() was built")
+
+    monkeypatch.setattr(magika.Magika, "__init__", refuse)
+    monkeypatch.setattr(convert, "_converters", {})  # built afresh under the refusal
+    for name, data in (("a.docx", docs.docx({"Plan": "Ship it."})),
+                       ("a.pptx", docs.pptx({"Risks": "Fog delays"})),
+                       ("a.xlsx", docs.xlsx({"Budget": [["item"], ["rope"]]})),
+                       ("a.epub", docs.epub({"One": "The tide came in."})),
+                       ("a.html", b"<html><body><h1>Top</h1><p>para</p></body></html>")):
+        assert convert.convert(data, name), name
+
+
+def test_markdown_is_normalised_as_markitdown_does():
+    """Trailing spaces of each line dropped, runs of blank lines cut to one (what
+    ``MarkItDown.convert`` did to every converter's output)."""
+    html = (b"<html><body><h1>Top</h1><p>one</p><br><br><br><br><p>two</p>"
+            b"<pre>x   \n\n\n\ny</pre></body></html>")
+    md = convert._markitdown(html, "a.html", ".html")
+    assert "\n\n\n" not in md and not any(line != line.rstrip() for line in md.split("\n"))
+    assert "one" in md and "two" in md and "x\n\ny" in md
+
+
+def test_the_fork_servers_preload_builds_the_converters(monkeypatch):
+    import importlib
+
+    import rcll.files.preload as preload
+
+    assert "rcll.files.preload" in sandbox._PRELOAD
+    monkeypatch.setattr(convert, "_converters", {})
+    importlib.reload(preload)  # what the fork server's import does
+    assert set(convert._converters) == {".html", ".htm", ".xhtml", ".docx", ".pptx", ".xlsx",
+                                        ".epub"}
