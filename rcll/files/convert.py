@@ -258,8 +258,8 @@ _BLANK_RUN = re.compile(r"\n{3,}")
 
 
 def _converter_for(suffix: str):
-    """markitdown's converter class for ``suffix`` (HTML, DOCX, PPTX, XLSX, EPUB), built once
-    per process. The type is known from the name or content type (:func:`file_type`), so the
+    """markitdown's converter for ``suffix`` (HTML, DOCX, PPTX, XLSX, EPUB), built once per
+    process. The type is known from the name or content type (:func:`file_type`), so the
     converter is called directly rather than through ``MarkItDown``, whose every call first
     guesses the type with magika's ONNX model — a session each converting child would build
     (about 70 ms) and that cannot be built in the fork server (an ONNX Runtime session does
