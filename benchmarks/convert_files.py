@@ -81,6 +81,7 @@ def office_files(dest: Path) -> list[Path]:
 
 def main() -> None:
     from ingest_documents import DOC_FILES, DOC_ROOT
+    from ingest_documents import _portable as portable
     from ingest_throughput import base_tree
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -103,8 +104,9 @@ def main() -> None:
                                   cwd=trees[v], env=env, capture_output=True, text=True,
                                   check=True)
             for row in json.loads(proc.stdout.strip().splitlines()[-1]):
-                ms[v].setdefault(row["file"], []).append(row["ms"])
-                texts[v][row["file"]] = row["text"]
+                name = Path(row["file"]).name  # the files' names are distinct
+                ms[v].setdefault(name, []).append(row["ms"])
+                texts[v][name] = row["text"]
     print(f"{len(files)} files, {args.rounds} rounds; wall ms per file (median), "
           f"before = {args.base}, after = this checkout")
     print("| type | files | before ms | after ms | after / before |")
@@ -120,10 +122,11 @@ def main() -> None:
               f"{med('after') / med('before'):.2f} |")
     differ = [f for f in texts["after"] if texts["after"][f] != texts["before"].get(f)]
     print(f"files whose sections differ between before and after: {len(differ)}"
-          + (f" ({', '.join(Path(f).name for f in differ)})" if differ else ""))
+          + (f" ({', '.join(differ)})" if differ else ""))
     if args.out:
         Path(args.out).write_text(json.dumps({"summary": summary, "differ": differ,
-                                              "ms": ms, "args": vars(args)}, indent=2) + "\n")
+                                              "ms": ms, "args": portable(vars(args))},
+                                             indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -36,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import recall_load  # noqa: E402  (its stack's defaults and its load generator)
+from ingest_documents import _portable as portable  # noqa: E402
 
 GROUPS = (("postgres", "postgres"), ("redis", "redis-server"), ("api", "gunicorn"),
           ("api", "rcll serve"), ("rabbitmq", "beam.smp"))
@@ -87,10 +88,10 @@ def main() -> None:
     ap.add_argument("--compare", default="",
                     help="field=value[,field=value]: Settings the API is also run with")
     ap.add_argument("--statements", type=int, default=0)
-    ap.add_argument("--state-dir", default=str(ROOT / ".rcll-bench" / "recall-load"))
-    ap.add_argument("--pg-port", type=int, default=54381)
-    ap.add_argument("--redis-port", type=int, default=6421)
-    ap.add_argument("--api-port", type=int, default=8831)
+    ap.add_argument("--state-dir", default=str(recall_load.STATE_DIR))
+    ap.add_argument("--pg-port", type=int, default=recall_load.PG_PORT)
+    ap.add_argument("--redis-port", type=int, default=recall_load.REDIS_PORT)
+    ap.add_argument("--api-port", type=int, default=recall_load.API_PORT)
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     s = Settings(state_dir=Path(args.state_dir), pg_port=args.pg_port,
@@ -106,12 +107,8 @@ def main() -> None:
     runs = []
     try:
         stack.up(s, worker=False, mcp=False, log=log)
-        with psycopg.connect(s.db_url) as conn:
-            have = {r[0] for r in conn.execute("SELECT id FROM memory_banks")}
-        missing = sorted(set(ds.banks) - have)
-        if missing:
-            raise SystemExit(f"recall_cpu_split: the stack lacks the banks {missing}: run "
-                             "benchmarks/recall_load.py --conversations 10 once first")
+        recall_load.require_banks(s, set(ds.banks), "recall_cpu_split",
+                                  "run benchmarks/recall_load.py --conversations 10 once first")
         if args.statements:
             with psycopg.connect(s.db_url, autocommit=True) as conn:
                 conn.execute("ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'")
@@ -181,7 +178,7 @@ def main() -> None:
                   f"{med(lambda r: r['p95_ms']):.0f} | "
                   + " / ".join(f"{v:.1f}" for v in cpu) + f" / {total:.1f} |")
     if args.out:
-        Path(args.out).write_text(json.dumps({"runs": runs, "args": vars(args),
+        Path(args.out).write_text(json.dumps({"runs": runs, "args": portable(vars(args)),
                                               "when": time.strftime("%Y-%m-%d %H:%M:%S")},
                                              indent=2, default=str) + "\n")
 

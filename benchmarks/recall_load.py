@@ -65,6 +65,27 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.ingest_documents import _portable as portable  # noqa: E402
 from benchmarks.ingest_throughput import base_tree, variant_env  # noqa: E402
 
+# the stack recall_load starts (recall_cpu_split starts the same one)
+STATE_DIR = ROOT / ".rcll-bench" / "recall-load"
+PG_PORT, REDIS_PORT, API_PORT = 54381, 6421, 8831
+
+
+def require_banks(s, banks: set[str], script: str, start: str) -> None:
+    """Exit with what to run when ``s``'s PostgreSQL is down or lacks the ``load-*`` banks
+    ``banks`` (``start``: the command that makes them) — for the scripts that measure against
+    this stack without ingesting."""
+    import psycopg
+
+    try:
+        with psycopg.connect(s.db_url, connect_timeout=3) as conn:
+            have = {r[0] for r in conn.execute("SELECT id FROM memory_banks WHERE id = ANY(%s)",
+                                               (sorted(banks),))}
+    except psycopg.OperationalError as e:
+        raise SystemExit(f"{script}: no PostgreSQL at {s.db_url} ({e.__class__.__name__}); "
+                         + start) from None
+    if have != banks:
+        raise SystemExit(f"{script}: the stack lacks banks {sorted(banks - have)}; " + start)
+
 
 def parse_variant(name: str, tree: Path, defaults) -> dict:
     """``{"name", "tree", "workers", "threads", "torch", "batch"}`` for a variant name."""
@@ -214,10 +235,10 @@ def main() -> None:
                     help="the commit 'before' runs (default: git merge-base HEAD main)")
     ap.add_argument("--no-ingest", action="store_true", help="no ingest while measuring")
     ap.add_argument("--fresh", action="store_true", help="re-ingest the recall banks")
-    ap.add_argument("--state-dir", default=str(ROOT / ".rcll-bench" / "recall-load"))
-    ap.add_argument("--pg-port", type=int, default=54381)
-    ap.add_argument("--redis-port", type=int, default=6421)
-    ap.add_argument("--api-port", type=int, default=8831, help="the ingest API; variants +1..")
+    ap.add_argument("--state-dir", default=str(STATE_DIR))
+    ap.add_argument("--pg-port", type=int, default=PG_PORT)
+    ap.add_argument("--redis-port", type=int, default=REDIS_PORT)
+    ap.add_argument("--api-port", type=int, default=API_PORT, help="the ingest API; variants +1..")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
 

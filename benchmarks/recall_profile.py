@@ -151,24 +151,6 @@ def run(app, questions, clients: int, duration_s: float) -> dict:
                              "p95": probe[int(len(probe) * 0.95)] if probe else None}}
 
 
-def _require_stack(s, banks: set[str]) -> None:
-    """Exit with what to run when the stack's PostgreSQL is down or lacks the ``load-*``
-    banks (this script neither starts a stack nor ingests)."""
-    import psycopg
-
-    start = ("start one with `benchmarks/replica_recall.py --keep` (these default ports), or "
-             "pass --pg-port/--redis-port of a running stack that holds them")
-    try:
-        with psycopg.connect(s.db_url, connect_timeout=3) as conn:
-            have = {r[0] for r in conn.execute("SELECT id FROM memory_banks WHERE id = ANY(%s)",
-                                               (sorted(banks),))}
-    except psycopg.OperationalError as e:
-        raise SystemExit(f"recall_profile: no PostgreSQL at {s.db_url} ({e.__class__.__name__}); "
-                         + start) from None
-    if have != banks:
-        raise SystemExit(f"recall_profile: the stack lacks banks {sorted(banks - have)}; " + start)
-
-
 def main() -> None:
     from rcll.bootstrap import bootstrap
     from rcll.config import Settings
@@ -202,7 +184,11 @@ def main() -> None:
     ds.banks = dict(list(ds.banks.items())[:args.conversations])
     questions = [q for q in ds.questions if q.bank_id in ds.banks]
     random.Random(7).shuffle(questions)
-    _require_stack(s, set(ds.banks))
+    from benchmarks.recall_load import require_banks
+
+    require_banks(s, set(ds.banks), "recall_profile",
+                  "start one with `benchmarks/replica_recall.py --keep` (these default ports), "
+                  "or pass --pg-port/--redis-port of a running stack that holds them")
     from api.app import create_app
 
     svc = bootstrap(s)
