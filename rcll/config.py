@@ -386,6 +386,11 @@ class Settings(BaseSettings):
     hot_promote_top: int = Field(5, ge=0, le=50, description="Cold-tier results promoted to "
                                  "tier 1 after the response (the spec says 3; "
                                  "docs/decisions/0006-cascade-thresholds.md).")
+    recall_overlap_max_in_flight: int = Field(
+        1, ge=0, description="RCLL_RECALL_OVERLAP_MAX_IN_FLIGHT: while one process runs at "
+        "most this many recalls, a recall embeds its query on a second thread while it runs "
+        "the lexical and graph channels (one recall on two cores); 0 = never. Above it the "
+        "cores are busy with other recalls (docs/decisions/0027-overlap-when-idle.md).")
     recall_max_in_flight: int = Field(
         0, ge=0, description="RCLL_RECALL_MAX_IN_FLIGHT: most recalls one process runs at "
         "once (each gunicorn worker its own); 0 = no limit (rcll.admission).")

@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass, replace
 
@@ -36,8 +37,17 @@ from rcll.config import Settings
 from rcll.db import is_transient, read_only
 from rcll.errors import BankNotFound
 from rcll.search.budget import cut_to_budget
+from rcll.search.channels import CHANNELS
 from rcll.search.models import RecallQuery, RecallResult
-from rcll.search.recall import RecallContext, _entities, _render, prepare, recall
+from rcll.search.recall import (
+    EarlyChannels,
+    RecallContext,
+    _entities,
+    _render,
+    early_channels,
+    prepare,
+    recall,
+)
 from rcll.search.recipes import POST, RECIPES
 from rcll.search.scope import CallerScope
 from rcll.search.state import UNIT_COLUMNS, RecallState
@@ -61,6 +71,10 @@ class CascadeSettings:
     sufficient (spec §5: 3). ``promote_top``: cold results promoted to tier 1 after the
     response (spec §5 says 3; ``benchmarks/recall_cascade.py --promote-top``, same record).
     ``redis_retry_s``: how long tier 1 stays off after a Redis error.
+    ``overlap_max_in_flight``: while the process runs at most this many recalls, a recall
+    embeds its query on a thread of its own and meanwhile runs the cold recipe's channels
+    that do not read the vector (:func:`~rcll.search.recall.early_channels`); 0 = never
+    (``RCLL_RECALL_OVERLAP_MAX_IN_FLIGHT``, docs/decisions/0027-overlap-when-idle.md).
     """
 
     # the defaults are the settings' (rcll.config), documented there
@@ -69,6 +83,7 @@ class CascadeSettings:
     min_hits: int = Settings.model_fields["cascade_min_hits"].default
     promote_top: int = Settings.model_fields["hot_promote_top"].default
     redis_retry_s: float = 5.0
+    overlap_max_in_flight: int = Settings.model_fields["recall_overlap_max_in_flight"].default
 
 
 class _Breaker:
@@ -105,16 +120,25 @@ class Cascade:
         self.gate = gate  # rcll.admission.Gate: backpressure, or None
         self.settings = settings or CascadeSettings()
         self.redis_breaker = _Breaker(self.settings.redis_retry_s)
+        self._in_flight = 0  # recalls of this process running now (the overlap rule)
+        self._in_flight_lock = threading.Lock()
+        self._embedding: ThreadPoolExecutor | None = None  # started on first overlap
 
     def recall(self, bank_id: str, q: RecallQuery,
                principal: Principal | None = None) -> RecallResult:
         """:meth:`_recall` inside a slot of ``gate`` (backpressure, :mod:`rcll.admission`):
         past saturation it raises :class:`~rcll.errors.Overloaded` (503) after the gate's
         bounded wait instead of queueing."""
-        if self.gate is None:
-            return self._recall(bank_id, q, principal)
-        with self.gate.slot("recall"):
-            return self._recall(bank_id, q, principal)
+        with self._in_flight_lock:
+            self._in_flight += 1
+        try:
+            if self.gate is None:
+                return self._recall(bank_id, q, principal)
+            with self.gate.slot("recall"):
+                return self._recall(bank_id, q, principal)
+        finally:
+            with self._in_flight_lock:
+                self._in_flight -= 1
 
     def _recall(self, bank_id: str, q: RecallQuery,
                 principal: Principal | None = None) -> RecallResult:
@@ -167,11 +191,19 @@ class Cascade:
             return self._result([], p, tried, degraded, timings, t0, q, mode="none")
 
         pq = None
+        early = None
         if "hot" in p.tiers or "warm" in p.tiers:
-            pq = prepare(ctx, q, needs_vector=True)
+            if self._may_overlap(ctx, q, p):
+                pq, early = self._embed_overlapped(ctx, reader, bank_id, q, scope, p, timings)
+            else:
+                pq = prepare(ctx, q, needs_vector=True)
             timings["embed_query"] = _ms(t0)
             if pq.vector is None:
                 degraded.append(f"hot, warm: {pq.vector_error or 'no query vector'}")
+        elif self._may_overlap(ctx, q, p) and self._cold_embeds(ctx, reader, bank_id, q):
+            # a cold-only plan (a time-relative or scoped query) whose recipe embeds it
+            pq, early = self._embed_overlapped(ctx, reader, bank_id, q, scope, p, timings)
+            timings["embed_query"] = _ms(t0)
 
         last = p.tiers[-1]
         incomplete = False  # tier 1 held a re-asked question's answer with a part missing
@@ -224,7 +256,7 @@ class Cascade:
         cold_q = q.model_copy(update={"limit": p.limit, "max_tokens": p.max_tokens})
         found = _TunnelLookup(scope, principal, p) if q.follow_tunnels else None
         res = recall(ctx, bank_id, cold_q, embedded=pq, scope=scope, in_transaction=found,
-                     conn=reader.conn())
+                     conn=reader.conn(), early=early)
         timings["tier_cold"] = _ms(t)
         tried.append("cold")
         top = [r["id"] for r in res.results[: self.settings.promote_top]]
@@ -242,6 +274,59 @@ class Cascade:
                        counts={**res.counts, **counts_extra, "returned": len(results)},
                        degraded=degraded + res.degraded,
                        timings_ms=timings if q.trace else None)
+
+    # -- the query's embedding beside the channels that do not need it ---------------------
+    def _may_overlap(self, ctx: RecallContext, q: RecallQuery, p: Plan) -> bool:
+        """Overlap when the cold tier may run, the process has a core to spare (at most
+        ``overlap_max_in_flight`` recalls in flight: above that every core is busy with
+        other recalls, and the early channels would only add the work wasted when tier 1 or
+        2 answers) and the query needs embedding (not in the query cache)."""
+        limit = self.settings.overlap_max_in_flight
+        if limit <= 0 or "cold" not in p.tiers or self._in_flight > limit:
+            return False
+        emb = ctx.embedder.get()
+        if emb is None:
+            return False
+        cache = ctx.query_cache
+        return cache is None or cache.get(emb.stamp, q.query) is None
+
+    @staticmethod
+    def _cold_embeds(ctx: RecallContext, reader: _Reader, bank_id: str, q: RecallQuery) -> bool:
+        """Whether the recipe the cold tier runs for ``q`` needs the query vector."""
+        name, _kind = ctx.recipe_for(bank_id, q.recipe_name, reader.conn())
+        recipe = RECIPES[name]
+        return any(CHANNELS[n].needs_vector for n in (*recipe.channels, *recipe.fallback))
+
+    def _embed_overlapped(self, ctx: RecallContext, reader: _Reader, bank_id: str,
+                          q: RecallQuery, scope: CallerScope, p: Plan, timings: dict):
+        """``(pq, early)``: the query embedded on a thread of this cascade's pool (the
+        embedder releases the GIL) while this thread runs the cold recipe's vector-free
+        channels and matches the query's entities in the recall's transaction
+        (:func:`~rcll.search.recall.early_channels`; ``early`` None when that failed for
+        any reason but a database outage, which is raised). ``timings["early_channels"]``:
+        their ms."""
+        with self._in_flight_lock:
+            if self._embedding is None:
+                self._embedding = ThreadPoolExecutor(
+                    max_workers=max(1, self.settings.overlap_max_in_flight),
+                    thread_name_prefix="rcll-embed")
+        future = self._embedding.submit(prepare, ctx, q, True)
+        early: EarlyChannels | None = None
+        t = time.perf_counter()
+        try:
+            early = early_channels(ctx, reader.conn(), bank_id, q, scope,
+                                   match_entities="warm" in p.tiers)
+        except Exception as exc:
+            if is_transient(exc):
+                future.result()  # let the embedding finish before the 503
+                raise
+            reader.reset()  # an aborted transaction: the tiers read in a new one
+            log.warning("early channels failed: %s", exc)
+        timings["early_channels"] = _ms(t)
+        pq = future.result()
+        if early is not None and early.entities is not None:
+            pq.entities, pq.entities_ready = early.entities, True
+        return pq, early
 
     # -- tunnels -----------------------------------------------------------------------------
     def _merge_tunnels(self, ctx: RecallContext, found: _TunnelLookup | None, p: Plan,

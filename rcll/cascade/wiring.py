@@ -7,11 +7,13 @@ from rcll.cascade.cascade import Cascade, CascadeSettings
 
 def cascade_settings(settings) -> CascadeSettings:
     """The :class:`CascadeSettings` of ``RCLL_*`` settings (``hot_threshold``,
-    ``warm_threshold``, ``cascade_min_hits``, ``hot_promote_top``)."""
+    ``warm_threshold``, ``cascade_min_hits``, ``hot_promote_top``,
+    ``recall_overlap_max_in_flight``)."""
     return CascadeSettings(hot_threshold=settings.hot_threshold,
                            warm_threshold=settings.warm_threshold,
                            min_hits=settings.cascade_min_hits,
-                           promote_top=settings.hot_promote_top)
+                           promote_top=settings.hot_promote_top,
+                           overlap_max_in_flight=settings.recall_overlap_max_in_flight)
 
 
 def build_cascade(svc, settings: CascadeSettings | None = None,

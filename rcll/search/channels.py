@@ -1,6 +1,8 @@
 """Recall channels as a registry: each one yields ranked candidates for a scope and a query.
 
-A channel is a name, what it needs from the prepared query, and ``candidates(conn, scope,
+A channel is a name, what it needs from the prepared query (``needs_vector``: it cannot run
+without the query vector; ``uses_vector``: it reads the vector when there is one, so it
+cannot run before the query is embedded without changing its scores), and ``candidates(conn, scope,
 prepared, ctx)``. Recall iterates the strategy's channels from :data:`CHANNELS`, each in its
 own savepoint, so a new channel (graph, temporal) is one class and one registry entry.
 """
@@ -80,6 +82,7 @@ class Channel(Protocol):
 
     name: str
     needs_vector: bool
+    uses_vector: bool
 
     def candidates(self, conn: Connection, scope: CallerScope, pq: PreparedQuery,
                    ctx: RecallContext, **params) -> ChannelOutput: ...
@@ -90,6 +93,7 @@ class DenseChannel:
 
     name = "dense"
     needs_vector = True
+    uses_vector = True
 
     def candidates(self, conn, scope, pq, ctx, floor: float | None = None) -> ChannelOutput:
         """``floor``: the recipe's cosine floor (None: the deployment's ``ctx.dense_floor``)."""
@@ -104,6 +108,7 @@ class LexicalChannel:
 
     name = "lexical"
     needs_vector = False
+    uses_vector = False
 
     def candidates(self, conn, scope, pq, ctx, context: float = 0.0,
                    context_max_avgdl: float | None = None, prf_terms: int = 0,
@@ -143,6 +148,7 @@ class GraphChannel:
 
     name = "graph"
     needs_vector = False
+    uses_vector = False
 
     def candidates(self, conn, scope, pq, ctx) -> ChannelOutput:
         from rcll.search.graph import graph_candidates
@@ -154,6 +160,7 @@ class TemporalChannel:
 
     name = "temporal"
     needs_vector = False
+    uses_vector = True
 
     def candidates(self, conn, scope, pq, ctx) -> ChannelOutput:
         from rcll.search.temporal import temporal_candidates

@@ -110,13 +110,52 @@ def prepare(ctx: RecallContext, q: RecallQuery, needs_vector: bool) -> PreparedQ
     return pq
 
 
+@dataclass
+class EarlyChannels:
+    """What :func:`early_channels` ran while the query was being embedded: the ``recipe``
+    it ran them for, their ``outputs`` (channels that failed are absent: recall runs them
+    again in its own turn), ``timings`` (ms per channel) and the query's matched
+    ``entities`` (None: not matched)."""
+
+    recipe: str
+    outputs: dict[str, ChannelOutput] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    entities: list[dict] | None = None
+
+
+def early_channels(ctx: RecallContext, conn: Connection, bank_id: str, q: RecallQuery,
+                   scope: CallerScope, match_entities: bool,
+                   recipes: dict[str, Recipe] = RECIPES,
+                   channels: dict[str, Channel] = CHANNELS) -> EarlyChannels:
+    """Run, in ``conn``'s open READ ONLY transaction, the channels of the recipe
+    :meth:`RecallContext.recipe_for` picks for ``q`` that do not read the query vector
+    (``uses_vector`` false: lexical, graph), each in its own savepoint as :func:`recall` runs them: the work a
+    caller does on this thread while another embeds the query (:mod:`rcll.cascade`),
+    handed to :func:`recall` as ``early``. ``match_entities``: also match the query's
+    entities (the graph channel's input, and tier 2's) when no channel here needs them.
+    Raises what the database raises outside a channel (a lost connection)."""
+    name, _kind = ctx.recipe_for(bank_id, q.recipe_name, conn)
+    recipe = recipes[name]
+    # a channel that does not say it does not read the vector is not run before it exists
+    todo = [channels[n] for n in recipe.channels if not getattr(channels[n], "uses_vector", True)]
+    pq = PreparedQuery(q)
+    wanted = {c.name for c in todo}
+    if todo or match_entities:
+        prepare_query(conn, scope, pq, time_window="temporal" in wanted,
+                      entities=match_entities or "graph" in wanted)
+    out = EarlyChannels(name, entities=pq.entities if pq.entities_ready else None)
+    _run_channels(conn, ctx, scope, pq, todo, out.outputs, [], out.timings, recipe.params)
+    return out
+
+
 def recall(ctx: RecallContext, bank_id: str, q: RecallQuery,
            recipes: dict[str, Recipe] = RECIPES,
            channels: dict[str, Channel] = CHANNELS,
            embedded: PreparedQuery | None = None,
            scope: CallerScope | None = None,
            in_transaction: Callable[[Connection, list[str]], None] | None = None,
-           conn: Connection | None = None) -> RecallResult:
+           conn: Connection | None = None,
+           early: EarlyChannels | None = None) -> RecallResult:
     """Answer ``q`` against ``bank_id`` with the recipe it names (else ``ctx.default_recipe``).
     Raises :class:`BankNotFound`.
 
@@ -135,7 +174,9 @@ def recall(ctx: RecallContext, bank_id: str, q: RecallQuery,
     budget cut), so a caller's extra read (the tunnels, :mod:`rcll.search.tunnels`) costs no
     connection of its own; it must not raise. ``conn``: run in the caller's open READ ONLY
     transaction on it (the cascade's one transaction per recall) instead of a connection
-    and transaction of its own.
+    and transaction of its own. ``early``: channels :func:`early_channels` already ran on
+    ``conn`` for this query (used when it ran them for the recipe this recall runs; the
+    rest run here as usual).
     """
     t0 = time.perf_counter()
     timings: dict[str, float] = {}
@@ -161,12 +202,16 @@ def recall(ctx: RecallContext, bank_id: str, q: RecallQuery,
             raise BankNotFound(f"bank {bank_id!r} does not exist", {"bank_id": bank_id})
         state = RecallState(conn=conn, ctx=ctx, scope=scope, pq=pq, recipe=recipe,
                             timings=timings)
+        ready = None
+        if early is not None and early.recipe == name:
+            ready = early.outputs
+            timings.update(early.timings)
         t = time.perf_counter()
         prepare_query(conn, scope, pq, time_window="temporal" in wanted,
                       entities="graph" in wanted)
         timings["prepare"] = _ms(t)
         _run_channels(conn, ctx, scope, pq, [channels[n] for n in wanted], state.outputs,
-                      state.degraded, timings, recipe.params)
+                      state.degraded, timings, recipe.params, ready)
         if not state.outputs and recipe.fallback:
             _run_channels(conn, ctx, scope, pq, [channels[n] for n in recipe.fallback],
                           state.outputs, state.degraded, timings, recipe.params)
@@ -251,9 +296,16 @@ def _documents(results: list[dict], state: RecallState) -> list[dict]:
 
 def _run_channels(conn, ctx: RecallContext, scope: CallerScope, pq: PreparedQuery,
                   todo: list[Channel], outputs: dict[str, ChannelOutput], degraded: list[str],
-                  timings: dict[str, float], params: dict[str, dict] | None = None) -> None:
+                  timings: dict[str, float], params: dict[str, dict] | None = None,
+                  ready: dict[str, ChannelOutput] | None = None) -> None:
+    """Run each channel of ``todo`` not in ``outputs`` yet into ``outputs``, in ``todo``'s
+    order (RRF's tie order), each in its own savepoint; one ``ready`` holds (run earlier,
+    :func:`early_channels`) is taken as it is."""
     for ch in todo:
         if ch.name in outputs:
+            continue
+        if ready is not None and ch.name in ready:
+            outputs[ch.name] = ready[ch.name]
             continue
         if ch.needs_vector and pq.vector is None:
             degraded.append(f"{ch.name}: {pq.vector_error or 'no query vector'}")
