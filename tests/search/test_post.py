@@ -156,6 +156,30 @@ def test_l0_units_are_always_included_and_l3_only_when_asked(client, services):
     assert [r["document_id"] for r in only["results"]] == ["rule"]
 
 
+def test_the_l0_step_reads_an_index_of_the_layer_0_units_only(client, services):
+    """Migration 0033: the step's statement is served by the partial index of layer-0
+    units, not by reading the bank (forced: a small test bank would be scanned anyway)."""
+    bank = "post-l0-index"
+    _retain(client, bank, [{"content": f"Lou note {i}: the pizza place on Elm street.",
+                            "document_id": f"n{i}"} for i in range(5)]
+            + [{"content": "Never deploy on a Friday.", "document_id": "rule", "layer": 0}])
+    with services.pool.connection() as conn:
+        idx = conn.execute("SELECT indexdef FROM pg_indexes WHERE indexname = "
+                           "'memory_units_bank_l0'").fetchone()
+        assert idx is not None and "WHERE (layer = 0)" in idx["indexdef"]
+        conn.execute("SET enable_seqscan = off")
+        conn.execute("SET enable_bitmapscan = off")
+        plan = "\n".join(r["QUERY PLAN"] for r in conn.execute(
+            """EXPLAIN SELECT u.id::text AS id FROM memory_units u
+               WHERE u.bank_id = %s AND u.layer <= 2 AND u.forgotten_at IS NULL
+                 AND u.layer = 0 ORDER BY u.created_at DESC, u.id LIMIT 20""",
+            (bank,)).fetchall())
+        conn.rollback()
+    assert "memory_units_bank_l0" in plan, plan
+    out = _recall(client, bank, query="pizza place")
+    assert out["results"][0]["document_id"] == "rule" and out["counts"]["l0"] == 1
+
+
 def test_superseded_and_invalidated_units_only_when_asked(client, services):
     bank = "post-superseded"
     _retain(client, bank, [{"content": "Max: the deploy key rotates every 90 days.",
