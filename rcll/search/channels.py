@@ -9,12 +9,15 @@ own savepoint, so a new channel (graph, temporal) is one class and one registry 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 from psycopg import Connection
+from psycopg.pq import TransactionStatus
 
 from rcll.search.dense import dense_candidates
 from rcll.search.lexical import lexical_candidates
@@ -23,6 +26,28 @@ from rcll.search.scope import CallerScope
 
 if TYPE_CHECKING:
     from rcll.search.recall import RecallContext
+
+
+@contextmanager
+def custom_plans(conn: Connection) -> Iterator[None]:
+    """Inside ``conn``'s open transaction, plan every statement of the block with its
+    parameter values (``plan_cache_mode = force_custom_plan``, transaction-local), then give
+    the transaction its previous mode back. One round trip each way.
+
+    The channels' statements filter by bank id, and their best plan depends on the bank (its
+    own HNSW index, its row count; docs/decisions/0009-vector-index-per-bank.md): psycopg
+    prepares a statement after five runs, and PostgreSQL may then switch it to a generic
+    plan that cannot see the bank. The steps after fusion read rows by primary key, so they
+    keep PostgreSQL's default (``auto``) and, once prepared, skip planning
+    (docs/decisions/0027-overlap-when-idle.md). Not restored when the transaction failed:
+    its rollback undoes the setting."""
+    prev = conn.execute("SELECT current_setting('plan_cache_mode') AS m, "
+                        "set_config('plan_cache_mode', 'force_custom_plan', true)").fetchone()
+    try:
+        yield
+    finally:
+        if conn.info.transaction_status == TransactionStatus.INTRANS:
+            conn.execute("SELECT set_config('plan_cache_mode', %s, true)", (prev["m"],))
 
 
 @dataclass

@@ -6,7 +6,8 @@ Vector search cost follows the size of the bank asked, not of the database
 ``(bank_id, model)`` btree; a bigger bank has its own partial HNSW index
 (``WHERE bank_id = '<id>'``, built by the maintenance task), which the planner picks for it.
 
-Two settings hold for the query's transaction only (``set_config(..., true)``):
+These settings hold for the query only (``set_config(..., true)``, transaction-local, each
+given back its previous value after the query):
 
 - ``plan_cache_mode = force_custom_plan``: psycopg prepares a statement after five runs and
   PostgreSQL then may switch to a generic plan, which cannot see the bank id — so it cannot
@@ -55,6 +56,7 @@ def dense_candidates(conn: Connection, scope: CallerScope, query_vec: np.ndarray
     prev = conn.execute(
         "SELECT current_setting('enable_sort') AS enable_sort, "
         "current_setting('max_parallel_workers_per_gather') AS par, "
+        "current_setting('plan_cache_mode') AS pcm, "
         "set_config('plan_cache_mode', %s, true), set_config('enable_sort', 'off', true), "
         "set_config('max_parallel_workers_per_gather', '0', true), "
         "set_config('hnsw.iterative_scan', 'relaxed_order', true), "
@@ -74,8 +76,9 @@ def dense_candidates(conn: Connection, scope: CallerScope, query_vec: np.ndarray
     # The other channels share the transaction: give them the planner back (on an error,
     # the caller's savepoint rollback undoes every setting above).
     conn.execute("SELECT set_config('enable_sort', %s, true), "
-                 "set_config('max_parallel_workers_per_gather', %s, true)",
-                 (prev["enable_sort"], prev["par"]))
+                 "set_config('max_parallel_workers_per_gather', %s, true), "
+                 "set_config('plan_cache_mode', %s, true)",
+                 (prev["enable_sort"], prev["par"], prev["pcm"]))
     return [Candidate(r["id"], i, float(r["score"])) for i, r in enumerate(rows, 1)]
 
 

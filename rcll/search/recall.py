@@ -21,7 +21,7 @@ from rcll.errors import BankNotFound
 from rcll.models.embedder import EmbedderHandle
 from rcll.models.tokenizer import TokenCounter
 from rcll.search.budget import cut_to_budget
-from rcll.search.channels import CHANNELS, Channel, ChannelOutput, PreparedQuery
+from rcll.search.channels import CHANNELS, Channel, ChannelOutput, PreparedQuery, custom_plans
 from rcll.search.documents import KIND_TTL_S, bank_kind
 from rcll.search.fusion import rrf
 from rcll.search.models import RecallQuery, RecallResult
@@ -144,7 +144,10 @@ def early_channels(ctx: RecallContext, conn: Connection, bank_id: str, q: Recall
         prepare_query(conn, scope, pq, time_window="temporal" in wanted,
                       entities=match_entities or "graph" in wanted)
     out = EarlyChannels(name, entities=pq.entities if pq.entities_ready else None)
-    _run_channels(conn, ctx, scope, pq, todo, out.outputs, [], out.timings, recipe.params)
+    if todo:
+        with custom_plans(conn):
+            _run_channels(conn, ctx, scope, pq, todo, out.outputs, [], out.timings,
+                          recipe.params)
     return out
 
 
@@ -210,14 +213,15 @@ def recall(ctx: RecallContext, bank_id: str, q: RecallQuery,
         prepare_query(conn, scope, pq, time_window="temporal" in wanted,
                       entities="graph" in wanted)
         timings["prepare"] = _ms(t)
-        _run_channels(conn, ctx, scope, pq, [channels[n] for n in wanted], state.outputs,
-                      state.degraded, timings, recipe.params, ready)
-        if not state.outputs and recipe.fallback:
-            _run_channels(conn, ctx, scope, pq, [channels[n] for n in recipe.fallback],
-                          state.outputs, state.degraded, timings, recipe.params)
-            if state.outputs:
-                state.degraded.append(
-                    f"answered by fallback channels: {', '.join(state.outputs)}")
+        with custom_plans(conn):  # the channels by bank; the steps below by primary key
+            _run_channels(conn, ctx, scope, pq, [channels[n] for n in wanted], state.outputs,
+                          state.degraded, timings, recipe.params, ready)
+            if not state.outputs and recipe.fallback:
+                _run_channels(conn, ctx, scope, pq, [channels[n] for n in recipe.fallback],
+                              state.outputs, state.degraded, timings, recipe.params)
+                if state.outputs:
+                    state.degraded.append(
+                        f"answered by fallback channels: {', '.join(state.outputs)}")
 
         t = time.perf_counter()
         ranked = {name: out.candidates for name, out in state.outputs.items()}

@@ -59,3 +59,43 @@ def test_a_failing_channel_degrades_and_the_others_answer(client, worker, servic
     assert res.degraded == ["broken: UndefinedTable"]
     assert res.channels == ["dense", "lexical"] and res.mode == "B"
     assert res.results[0]["text"].startswith("Ben:")
+
+
+class PlannerModeChannel:
+    """Records the planner's ``plan_cache_mode`` the channel's statements run under."""
+
+    name = "planner_mode"
+    needs_vector = False
+    uses_vector = False
+
+    def __init__(self):
+        self.seen: list[str] = []
+
+    def candidates(self, conn, scope, pq, ctx):
+        self.seen.append(conn.execute("SELECT current_setting('plan_cache_mode') AS m")
+                         .fetchone()["m"])
+        return ChannelOutput([])
+
+
+def test_channels_are_planned_per_bank_and_the_steps_after_them_may_reuse_plans(
+        client, worker, services):
+    """Channels run with custom plans (the bank id visible to the planner: decision 0009);
+    the dense channel and the channel phase give the transaction its mode back, so the
+    steps after fusion read rows with PostgreSQL's default (decision 0027)."""
+    client.post("/v1/default/banks/chan3/memories", json={"items": ITEMS, "async": False})
+    probe = PlannerModeChannel()
+    registry = {**CHANNELS, "planner_mode": probe}
+    after: list[str] = []
+
+    def in_transaction(conn, ids):  # called after the steps, inside the recall's transaction
+        after.append(conn.execute("SELECT current_setting('plan_cache_mode') AS m")
+                     .fetchone()["m"])
+
+    recipes = {**RECIPES, DEFAULT_RECIPE: Recipe(DEFAULT_RECIPE,
+                                                 ("dense", "planner_mode", "lexical"),
+                                                 steps=RECIPES[DEFAULT_RECIPE].steps)}
+    res = recall(services.recall_context(), "chan3", RecallQuery(query="deploy billing"),
+                 recipes=recipes, channels=registry, in_transaction=in_transaction)
+    assert res.results and res.channels == ["dense", "lexical", "planner_mode"]
+    assert probe.seen == ["force_custom_plan"]  # after dense, still custom
+    assert after == ["auto"]
