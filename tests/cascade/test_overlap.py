@@ -135,3 +135,19 @@ def test_a_failing_early_channel_is_run_again_in_its_turn_and_named_once(client,
     plain = recall(ctx, "overlap-broken", q, recipes=recipes, channels=channels)
     assert res.degraded == plain.degraded == ["broken: UndefinedTable"]
     assert _answer(res) == _answer(plain) and res.results
+
+
+def test_an_unknown_bank_is_still_not_found_when_overlapped(client, worker, services):
+    import pytest
+
+    from rcll.errors import BankNotFound
+
+    cascade = _cascade(services, 1)
+    for q in (RecallQuery(query="Where did Caroline move?", limit=5),  # hot, warm, cold
+              RecallQuery(query="What did Caroline do last week?", limit=5)):  # cold only
+        with pytest.raises(BankNotFound):
+            cascade.recall("overlap-no-such-bank", q)
+    assert cascade._in_flight == 0
+    r = client.post("/v1/default/banks/overlap-no-such-bank/memories/recall",
+                    json={"query": "Where did Caroline move?"})
+    assert r.status_code == 404 and r.get_json()["error"]["code"] == "bank_not_found"
