@@ -99,3 +99,31 @@ def test_channels_are_planned_per_bank_and_the_steps_after_them_may_reuse_plans(
     assert res.results and res.channels == ["dense", "lexical", "planner_mode"]
     assert probe.seen == ["force_custom_plan"]  # after dense, still custom
     assert after == ["auto"]
+
+
+class BrokenTooChannel(BrokenChannel):
+    name = "broken_too"
+
+
+class BrokenLastChannel(BrokenChannel):
+    name = "broken_last"
+
+
+def test_channels_after_a_failing_one_run_and_each_failure_is_named(client, worker, services):
+    """The channels share one savepoint; a failure rolls it back and the rest run in a new
+    one: failing channels first, between and last, each named once, the others answer."""
+    client.post("/v1/default/banks/chan4/memories", json={"items": ITEMS, "async": False})
+    registry = {**CHANNELS, "broken": BrokenChannel(), "broken_too": BrokenTooChannel(),
+                "broken_last": BrokenLastChannel(), "newest": NewestChannel()}
+    recipes = {**RECIPES, DEFAULT_RECIPE: Recipe(
+        DEFAULT_RECIPE, ("broken", "lexical", "broken_too", "newest", "dense", "broken_last"))}
+    res = recall(services.recall_context(), "chan4", RecallQuery(query="auth tokens expire",
+                                                                  trace=True),
+                 recipes=recipes, channels=registry)
+    assert res.degraded == ["broken: UndefinedTable", "broken_too: UndefinedTable",
+                            "broken_last: UndefinedTable"]
+    assert res.channels == ["dense", "lexical", "newest"]
+    assert res.counts["newest"] == 3 and res.counts["lexical"] >= 1
+    assert res.results[0]["text"].startswith("Ben:")
+    assert {"broken", "broken_too", "broken_last", "lexical", "newest",
+            "dense"} <= set(res.timings_ms)
