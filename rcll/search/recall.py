@@ -311,7 +311,7 @@ def _run_channels(conn, ctx: RecallContext, scope: CallerScope, pq: PreparedQuer
     one raises, the savepoint is rolled back, the channel is named in ``degraded``
     (``"<name>: <error type>"``) and the channels after it run in a new savepoint. The
     candidates the earlier ones returned are kept (their reads are done). One savepoint
-    instead of one per channel: two round trips per recall, not eight."""
+    per call instead of one per channel: two round trips, not two per channel."""
     runnable: list[Channel] = []
     for ch in todo:
         if ch.name in outputs:
