@@ -37,7 +37,6 @@ from rcll.config import Settings
 from rcll.db import is_transient, read_only
 from rcll.errors import BankNotFound
 from rcll.search.budget import cut_to_budget
-from rcll.search.channels import CHANNELS
 from rcll.search.models import RecallQuery, RecallResult
 from rcll.search.recall import (
     EarlyChannels,
@@ -47,6 +46,7 @@ from rcll.search.recall import (
     early_channels,
     prepare,
     recall,
+    recipe_needs_vector,
 )
 from rcll.search.recipes import POST, RECIPES
 from rcll.search.scope import CallerScope
@@ -294,8 +294,7 @@ class Cascade:
     def _cold_embeds(ctx: RecallContext, reader: _Reader, bank_id: str, q: RecallQuery) -> bool:
         """Whether the recipe the cold tier runs for ``q`` needs the query vector."""
         name, _kind = ctx.recipe_for(bank_id, q.recipe_name, reader.conn())
-        recipe = RECIPES[name]
-        return any(CHANNELS[n].needs_vector for n in (*recipe.channels, *recipe.fallback))
+        return recipe_needs_vector(RECIPES[name])
 
     def _embed_overlapped(self, ctx: RecallContext, reader: _Reader, bank_id: str,
                           q: RecallQuery, scope: CallerScope, p: Plan, timings: dict):

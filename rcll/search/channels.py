@@ -3,8 +3,9 @@
 A channel is a name, what it needs from the prepared query (``needs_vector``: it cannot run
 without the query vector; ``uses_vector``: it reads the vector when there is one, so it
 cannot run before the query is embedded without changing its scores), and ``candidates(conn, scope,
-prepared, ctx)``. Recall iterates the strategy's channels from :data:`CHANNELS`, each in its
-own savepoint, so a new channel (graph, temporal) is one class and one registry entry.
+prepared, ctx)``. Recall iterates the strategy's channels from :data:`CHANNELS` (a failing
+one rolled back alone, :func:`rcll.search.recall._run_channels`), so a new channel (graph,
+temporal) is one class and one registry entry.
 """
 
 from __future__ import annotations

@@ -110,6 +110,12 @@ def prepare(ctx: RecallContext, q: RecallQuery, needs_vector: bool) -> PreparedQ
     return pq
 
 
+def recipe_needs_vector(recipe: Recipe, channels: dict[str, Channel] = CHANNELS) -> bool:
+    """Whether one of ``recipe``'s channels or fallback channels cannot run without the
+    query vector (so recall embeds the query)."""
+    return any(channels[n].needs_vector for n in (*recipe.channels, *recipe.fallback))
+
+
 @dataclass
 class EarlyChannels:
     """What :func:`early_channels` ran while the query was being embedded: the ``recipe``
@@ -129,8 +135,9 @@ def early_channels(ctx: RecallContext, conn: Connection, bank_id: str, q: Recall
                    channels: dict[str, Channel] = CHANNELS) -> EarlyChannels:
     """Run, in ``conn``'s open READ ONLY transaction, the channels of the recipe
     :meth:`RecallContext.recipe_for` picks for ``q`` that do not read the query vector
-    (``uses_vector`` false: lexical, graph), each in its own savepoint as :func:`recall` runs them: the work a
-    caller does on this thread while another embeds the query (:mod:`rcll.cascade`),
+    (``uses_vector`` false: lexical, graph), as :func:`recall` runs them (custom plans, one
+    savepoint for the group): the work a caller does on this thread while another embeds the
+    query (:mod:`rcll.cascade`),
     handed to :func:`recall` as ``early``. ``match_entities``: also match the query's
     entities (the graph channel's input, and tier 2's) when no channel here needs them.
     Raises what the database raises outside a channel (a lost connection)."""
@@ -188,7 +195,7 @@ def recall(ctx: RecallContext, bank_id: str, q: RecallQuery,
     if scope is None:
         scope = ctx.scope(bank_id, q, None)
     wanted = list(recipe.channels)
-    needs_vector = any(channels[n].needs_vector for n in (*wanted, *recipe.fallback))
+    needs_vector = recipe_needs_vector(recipe, channels)
     if embedded is not None and embedded.vector is not None:
         # the caller (the cascade's tiers 1–2) embedded this query already
         pq = PreparedQuery(q, vector=embedded.vector, model=embedded.model,
@@ -312,12 +319,13 @@ def _run_channels(conn, ctx: RecallContext, scope: CallerScope, pq: PreparedQuer
     (``"<name>: <error type>"``) and the channels after it run in a new savepoint. The
     candidates the earlier ones returned are kept (their reads are done). One savepoint
     per call instead of one per channel: two round trips, not two per channel."""
+    got: dict[str, ChannelOutput] = {}
     runnable: list[Channel] = []
     for ch in todo:
         if ch.name in outputs:
             continue
         if ready is not None and ch.name in ready:
-            outputs[ch.name] = ready[ch.name]
+            got[ch.name] = ready[ch.name]
         elif ch.needs_vector and pq.vector is None:
             degraded.append(f"{ch.name}: {pq.vector_error or 'no query vector'}")
         else:
@@ -329,8 +337,8 @@ def _run_channels(conn, ctx: RecallContext, scope: CallerScope, pq: PreparedQuer
             with conn.transaction():  # savepoint: a failing channel must not sink the rest
                 while i < len(runnable):
                     ch = runnable[i]
-                    outputs[ch.name] = ch.candidates(conn, scope, pq, ctx,
-                                                     **(params or {}).get(ch.name, {}))
+                    got[ch.name] = ch.candidates(conn, scope, pq, ctx,
+                                                 **(params or {}).get(ch.name, {}))
                     timings[ch.name] = _ms(t)
                     i, t = i + 1, time.perf_counter()
         except Exception as exc:
@@ -341,6 +349,9 @@ def _run_channels(conn, ctx: RecallContext, scope: CallerScope, pq: PreparedQuer
             degraded.append(f"{ch.name}: {type(exc).__name__}")
             timings[ch.name] = _ms(t)
             i += 1
+    for ch in todo:  # in todo's order, whichever ran early or here
+        if ch.name in got:
+            outputs.setdefault(ch.name, got[ch.name])
 
 
 def _mode(ran: set[str]) -> str:

@@ -151,3 +151,29 @@ def test_an_unknown_bank_is_still_not_found_when_overlapped(client, worker, serv
     r = client.post("/v1/default/banks/overlap-no-such-bank/memories/recall",
                     json={"query": "Where did Caroline move?"})
     assert r.status_code == 404 and r.get_json()["error"]["code"] == "bank_not_found"
+
+
+def test_channels_run_early_keep_the_recipes_order(client, worker, services):
+    """RRF sums each unit's channel terms in the outputs' order: the early channels are put
+    back in the recipe's order, not ahead of the ones run in their turn."""
+    from rcll.search.channels import ChannelOutput, PreparedQuery
+    from rcll.search.recall import _run_channels
+
+    class Stub:
+        needs_vector = False
+        uses_vector = False
+
+        def __init__(self, name):
+            self.name = name
+
+        def candidates(self, conn, scope, pq, ctx):
+            return ChannelOutput([])
+
+    todo = [Stub("first"), Stub("second"), Stub("third")]
+    q = RecallQuery(query="x")
+    outputs: dict = {}
+    with read_only(services.pool) as conn:
+        _run_channels(conn, services.recall_context(), CallerScope.for_query("b", q, None),
+                      PreparedQuery(q), todo, outputs, [], {},
+                      ready={"second": ChannelOutput([])})
+    assert list(outputs) == ["first", "second", "third"]
