@@ -11,6 +11,7 @@ from flask import Flask
 from api import auth, errors, openapi, web
 from api import metrics as api_metrics
 from api.hindsight_routes import HINDSIGHT_ROUTES
+from api.json_provider import OrjsonProvider
 from api.routes import (
     access,
     aliases,
@@ -71,7 +72,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
         log.warning("%s", warning)
     app = Flask("rcll", static_folder=None)  # the screens serve their own (api/web)
     app.config["MAX_CONTENT_LENGTH"] = svc.settings.max_request_bytes
-    app.json.sort_keys = False
+    app.json = OrjsonProvider(app)  # keys in insertion order, as Flask's with sort_keys off
     app.extensions["rcll"] = svc
     app.extensions["rcll_enqueue"] = enqueue or celery_enqueuer(svc.settings)
     app.extensions["rcll_retain"] = svc.retain_service(app.extensions["rcll_enqueue"])

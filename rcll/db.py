@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import orjson
 import psycopg
 from psycopg import Connection
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
+from psycopg.types.json import set_json_loads
 from psycopg_pool import ConnectionPool
 
 log = logging.getLogger(__name__)
@@ -22,7 +25,18 @@ log = logging.getLogger(__name__)
 UNREACHABLE_WAIT_S = 0.25
 
 
+def json_loads(data: bytes | str):
+    """A json/jsonb value read from PostgreSQL, parsed by orjson (recall reads the context
+    and metadata of every result it hydrates); by the stdlib parser when orjson refuses it
+    (an integer beyond 64 bits), so any value PostgreSQL holds is read."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return json.loads(data)
+
+
 def _configure(conn: Connection) -> None:
+    set_json_loads(json_loads, conn)
     try:
         from pgvector.psycopg import register_vector
 
