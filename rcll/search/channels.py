@@ -18,12 +18,11 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 from psycopg import Connection
-from psycopg.pq import TransactionStatus
 
 from rcll.search.dense import dense_candidates
 from rcll.search.lexical import lexical_candidates
 from rcll.search.models import Candidate, RecallQuery
-from rcll.search.scope import CallerScope
+from rcll.search.scope import CallerScope, ScopeSizes
 
 if TYPE_CHECKING:
     from rcll.search.recall import RecallContext
@@ -31,24 +30,25 @@ if TYPE_CHECKING:
 
 @contextmanager
 def custom_plans(conn: Connection) -> Iterator[None]:
-    """Inside ``conn``'s open transaction, plan every statement of the block with its
-    parameter values (``plan_cache_mode = force_custom_plan``, transaction-local), then give
-    the transaction its previous mode back. One round trip each way.
+    """Plan every statement ``conn`` runs in the block with its parameter values: psycopg
+    prepares none of them (``prepare_threshold = None``, this connection, client side: no
+    round trip), and PostgreSQL plans an unprepared (unnamed) statement at bind time with
+    the values bound (PostgreSQL manual, "Extended Query" protocol flow: "query planning
+    typically occurs when the Bind message is processed"; a fresh unnamed statement has no
+    generic plan to reuse). The previous threshold is given back after the block.
 
     The channels' statements filter by bank id, and their best plan depends on the bank (its
     own HNSW index, its row count; docs/decisions/0009-vector-index-per-bank.md): psycopg
     prepares a statement after five runs, and PostgreSQL may then switch it to a generic
     plan that cannot see the bank. The steps after fusion read rows by primary key, so they
-    keep PostgreSQL's default (``auto``) and, once prepared, skip planning
-    (docs/decisions/0027-overlap-when-idle.md). Not restored when the transaction failed:
-    its rollback undoes the setting."""
-    prev = conn.execute("SELECT current_setting('plan_cache_mode') AS m, "
-                        "set_config('plan_cache_mode', 'force_custom_plan', true)").fetchone()
+    stay prepared and, with PostgreSQL's ``plan_cache_mode = auto``, skip planning
+    (docs/decisions/0027-overlap-when-idle.md, 0028-recall-round-trips.md)."""
+    prev = conn.prepare_threshold
+    conn.prepare_threshold = None
     try:
         yield
     finally:
-        if conn.info.transaction_status == TransactionStatus.INTRANS:
-            conn.execute("SELECT set_config('plan_cache_mode', %s, true)", (prev["m"],))
+        conn.prepare_threshold = prev
 
 
 @dataclass
@@ -66,6 +66,7 @@ class PreparedQuery:
     time_expression: str | None = None
     entities: list[dict] = field(default_factory=list)
     entities_ready: bool = False  # entities matched already (the cascade's tier 2)
+    sizes: ScopeSizes = field(default_factory=ScopeSizes)  # counts the channels share
 
     def describe(self) -> dict:
         """What query preparation found, for ``trace``: ``{"reference_time", "time_window":
@@ -156,7 +157,8 @@ class LexicalChannel:
                                          context_weight=context,
                                          context_max_avgdl=context_max_avgdl,
                                          prf_terms=prf_terms, prf_weight=prf_weight,
-                                         prf_separate=prf_separate, query_tf=query_tf)
+                                         prf_separate=prf_separate, query_tf=query_tf,
+                                         sizes=pq.sizes)
         extra = {"feedback": info.pop("feedback")} if "feedback" in info else {}
         private = {"held": info.pop("held", {}),
                    "held_complete": info.pop("held_complete", False)}

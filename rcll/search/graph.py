@@ -72,17 +72,25 @@ def graph_candidates(conn, scope, pq, ctx, *, decay: float = DECAY, per_seed: in
         vis, _ = scope.visibility("mu")  # same parameter names as ``where``'s
         mention_join = "JOIN memory_units mu ON mu.id = ue.unit_id"
         mention_vis = f"AND {vis}"
+    # the scope's size: the lexical channel's count when it made one (pq.sizes), else here
+    known = pq.sizes.get(where, params, BANK_COUNT_CAP)
+    count = ("" if known else f"""(SELECT count(*) FROM (SELECT 1 FROM memory_units u
+                                       WHERE {where} LIMIT %(cap)s) b) AS n, """)
     row = conn.execute(
-        f"""SELECT (SELECT count(*) FROM (SELECT 1 FROM memory_units u WHERE {where}
-                                          LIMIT %(cap)s) b) AS n,
+        f"""SELECT {count}
                    (SELECT array_agg(c.n ORDER BY s.o) FROM unnest(%(seeds)s::uuid[])
                         WITH ORDINALITY AS s(id, o)
                     CROSS JOIN LATERAL (SELECT count(*) AS n FROM unit_entities ue
                                         {mention_join}
                                         WHERE ue.entity_id = s.id {mention_vis}) c) AS mentions""",
         {**params, "cap": BANK_COUNT_CAP, "seeds": _arr(seeds)}).fetchone()
+    if known:
+        n = known[0]
+    else:
+        n = int(row["n"])
+        pq.sizes.put(where, params, BANK_COUNT_CAP, n)
     mentions = dict(zip(seeds, row["mentions"], strict=True))
-    common_at = max(COMMON_SHARE * int(row["n"]), MIN_COMMON)
+    common_at = max(COMMON_SHARE * n, MIN_COMMON)
     rare = [sid for sid in seeds if mentions[sid] < common_at]
     dropped = [sid for sid in seeds if sid not in rare]
     if not rare and not keep_common_only:

@@ -27,7 +27,7 @@ commonest terms are not candidates (a max-score/WAND-style bound: Turtle & Flood
 a few thousand rows instead of every match.
 
 Statistics: exact (N, avgdl, df counted per term) in banks up to ``EXACT_STATS_MAX`` units;
-above that, estimated from a uniform sample of the bank read from an index (``_bank_stats``),
+above that, estimated from a uniform sample of the bank read from an index (``_sampled_stats``),
 so no step of the channel reads every unit of a big bank.
 """
 
@@ -39,7 +39,7 @@ from psycopg import Connection
 
 from rcll.search.dense import _scope
 from rcll.search.models import Candidate
-from rcll.search.scope import CallerScope
+from rcll.search.scope import CallerScope, ScopeSizes
 
 K1, B = 1.2, 0.75
 # A term in fewer units than this is never "common" whatever its share of the bank: pruning
@@ -50,7 +50,7 @@ MIN_COMMON_DF = 10
 # Most postings scored per query (sum of the document frequencies of the scored terms).
 SCORE_BUDGET = 5_000
 # Banks up to this many (filtered) units get exact N, avgdl and df; above, the statistics
-# come from a uniform sample of STATS_SAMPLE units (see ``_bank_stats``), and the terms the
+# come from a uniform sample of STATS_SAMPLE units (see ``_sampled_stats``), and the terms the
 # sample puts under EXACT_DF_CAP units — those that can be scored — are counted exactly
 # (up to that cap). Measured on a 300k-unit bank (benchmarks/lexical_scale.py): cap 2,000
 # → overlap@10 with exact BM25 0.86, cap 5,000 → 0.90, at +10 ms.
@@ -173,15 +173,6 @@ def query_terms(conn: Connection, text: str) -> list[str]:
     return [r["lexeme"] for r in rows]
 
 
-def query_term_counts(conn: Connection, text: str) -> dict[str, int]:
-    """How often each lexical term of ``text`` occurs in it (its positions in the query's
-    tsvector), in query order: what ``query_tf`` weighs each term's idf by."""
-    rows = conn.execute(
-        "SELECT lexeme, positions[1] AS p, coalesce(array_length(positions, 1), 1) AS n "
-        "FROM unnest(rcll_lex_query_tsvector(%s)) ORDER BY 2", (text,)).fetchall()
-    return {r["lexeme"]: int(r["n"]) for r in rows}
-
-
 def _tsquery(terms: list[str]) -> str:
     return " | ".join("'" + t.replace("\\", "\\\\").replace("'", "''") + "'" for t in terms)
 
@@ -200,25 +191,39 @@ def _doc_freqs(conn: Connection, where: str, params: dict, terms: list[str],
     return {r["term"]: int(r["df"]) for r in rows if r["df"]}
 
 
-def _bank_stats(conn: Connection, where: str, params: dict, terms: list[str],
-                exact_max: int, sample: int) -> tuple[int, float, dict[str, float] | None]:
-    """``(N, avgdl, sampled_df)`` of the units ``where`` selects.
-
-    Up to ``exact_max`` units: exact N and avgdl, ``sampled_df`` None. Above: estimates from
-    a uniform sample — the ``sample`` units with the smallest ``sample_key`` (a 64-bit hash of
-    the unit id, read in order from ``memory_units_bank_live``): N by the k-minimum-values
-    estimator N ≈ (k − 1) / U_k with U_k the k-th smallest key as a fraction of the key
-    space (Beyer et
-    al. 2007, "On synopses for distinct-value estimation under multiset operations";
-    relative error ≈ 1/√k), avgdl as the sample mean, and each term's df as its share of the
-    sample times N.
-    """
+def _terms_and_size(conn: Connection, text: str, where: str, params: dict,
+                    cap: int | None) -> tuple[dict[str, int], int | None, float | None]:
+    """``(term counts, n, avgdl)`` in one statement: the lexical terms of ``text`` as
+    :func:`query_terms` gives them, each with how often ``text`` says it (its positions in the
+    query's tsvector: what ``query_tf`` weighs its idf by), and, with ``cap``, how many
+    units ``where`` selects counted up to ``cap`` and their mean
+    BM25 length (``None, None`` without ``cap``)."""
+    size = (f""", (SELECT count(*) AS n, coalesce(avg(s.dl), 0) AS avgdl
+                   FROM (SELECT {_dl("u")} AS dl FROM memory_units u WHERE {where}
+                         LIMIT %(cap)s) s) z""" if cap is not None else "")
     row = conn.execute(
-        f"""SELECT count(*) AS n, coalesce(avg(s.dl), 0) AS avgdl
-            FROM (SELECT {_dl("u")} AS dl FROM memory_units u WHERE {where} LIMIT %(cap)s) s""",
-        {**params, "cap": exact_max + 1}).fetchone()
-    if int(row["n"]) <= exact_max:
-        return int(row["n"]), float(row["avgdl"]), None
+        f"""SELECT q.terms, q.tfs{", z.n, z.avgdl" if cap is not None else ""}
+            FROM (SELECT coalesce(array_agg(t.lexeme ORDER BY t.positions[1]), '{{}}') AS terms,
+                         coalesce(array_agg(coalesce(array_length(t.positions, 1), 1)
+                                            ORDER BY t.positions[1]), '{{}}') AS tfs
+                  FROM unnest(rcll_lex_query_tsvector(%(lex_query)s)) AS t) q{size}""",
+        {**params, "lex_query": text, "cap": cap}).fetchone()
+    counts = {t: int(c) for t, c in zip(row["terms"], row["tfs"], strict=True)}
+    if cap is None:
+        return counts, None, None
+    return counts, int(row["n"]), float(row["avgdl"])
+
+
+def _sampled_stats(conn: Connection, where: str, params: dict, terms: list[str],
+                   sample: int) -> tuple[int, float, dict[str, float]]:
+    """``(N, avgdl, sampled_df)`` of the units ``where`` selects, for a scope above the
+    exact-statistics size: estimates from a uniform sample — the ``sample`` units with the
+    smallest ``sample_key`` (a 64-bit hash of the unit id, read in order from
+    ``memory_units_bank_live``): N by the k-minimum-values estimator N ≈ (k − 1) / U_k with
+    U_k the k-th smallest key as a fraction of the key space (Beyer et al. 2007, "On
+    synopses for distinct-value estimation under multiset operations"; relative error ≈
+    1/√k), avgdl as the sample mean, and each term's df as its share of the sample times N.
+    """
     # one pass over the sample: each unit's vector reduced to the query's lexemes, unnested
     row = conn.execute(
         f"""WITH s AS MATERIALIZED (
@@ -247,7 +252,8 @@ def lexical_candidates(conn: Connection, scope: CallerScope, query: str, *, limi
                        prf_terms: int = 0, prf_docs: int = 10,
                        prf_weight: float = 0.3,
                        prf_separate: bool = False,
-                       query_tf: bool = False) -> tuple[list[Candidate], dict]:
+                       query_tf: bool = False,
+                       sizes: ScopeSizes | None = None) -> tuple[list[Candidate], dict]:
     """Up to ``limit`` units of ``scope`` (bank, hierarchy filters, audience and purpose)
     by BM25 of ``query``, best first. N, avgdl and the document frequencies are counted
     over the scope's units only, so an invisible unit changes no score.
@@ -260,6 +266,10 @@ def lexical_candidates(conn: Connection, scope: CallerScope, query: str, *, limi
     ``query_tf``: each term's score is weighed by how often the query says it (BM25's
     query-term frequency, as rank-bm25 and Lucene sum a repeated query word once per
     occurrence); off, a term counts once however often the query repeats it.
+
+    N and avgdl: exact up to ``exact_stats_max`` units in scope, counted in the statement that
+    reads the query's terms, or taken from ``sizes`` (the recall's counts, shared with the
+    graph channel) when it holds them; above, estimated from a sample (:func:`_sampled_stats`).
 
     ``prf_terms`` > 0: pseudo-relevance feedback — the ``prf_docs`` best units of a first
     pass lend up to ``prf_terms`` expansion terms (:func:`_feedback_terms`), scored in a
@@ -281,11 +291,21 @@ def lexical_candidates(conn: Connection, scope: CallerScope, query: str, *, limi
     info: dict = {"terms": [], "dropped_terms": [], "n_units": 0, "scored_terms": [],
                   "exact": True}
     where, params = _scope(scope).where("u")
-    qtf = query_term_counts(conn, query) if query_tf else None
-    terms = list(qtf) if qtf is not None else query_terms(conn, query)
+    cap = exact_stats_max + 1  # a count that reaches it: estimate from the sample instead
+    known = sizes.get(where, params, cap, avgdl=True) if sizes is not None else None
+    qtf, n, avgdl = _terms_and_size(conn, query, where, params, None if known else cap)
+    if known is not None:
+        n, avgdl = known
+    elif sizes is not None:
+        sizes.put(where, params, cap, n, avgdl)
+    terms = list(qtf)
+    if not query_tf:
+        qtf = None
     if not terms:
         return [], info
-    n, avgdl, sampled = _bank_stats(conn, where, params, terms, exact_stats_max, stats_sample)
+    sampled = None
+    if n > exact_stats_max:
+        n, avgdl, sampled = _sampled_stats(conn, where, params, terms, stats_sample)
     avgdl = avgdl or 1.0
     info["n_units"] = n
     if n == 0:

@@ -138,3 +138,40 @@ class CallerScope:
             parts.append(vis)
             params.update(vparams)
         return " AND ".join(parts), params
+
+
+class ScopeSizes:
+    """One recall's counts of the units a scope selects, each made once and read by every
+    channel that needs it: the lexical channel (BM25's N and avgdl) and the graph channel
+    (the common-seed share) both count the same scope
+    (docs/decisions/0028-recall-round-trips.md). Lives on the recall's
+    :class:`rcll.search.channels.PreparedQuery`: never shared between recalls, whose
+    snapshots differ.
+
+    A count is made "up to ``cap``" (``LIMIT cap``): ``n < cap`` is exact, ``n == cap`` means
+    at least ``cap``. ``avgdl``: the mean BM25 length of the counted units, when the counting
+    statement read it."""
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple, list[tuple[int, float | None, int]]] = {}
+
+    @staticmethod
+    def _key(where: str, params: dict) -> tuple:
+        return where, tuple(sorted((k, repr(v)) for k, v in params.items()))
+
+    def get(self, where: str, params: dict, cap: int, avgdl: bool = False
+            ) -> tuple[int, float | None] | None:
+        """``(n up to cap, avgdl)`` when a count already made decides it (an exact count, or
+        one made up to ``cap`` or more), else ``None``; with ``avgdl`` only a count that read
+        the mean length."""
+        for n, mean, counted_to in self._seen.get(self._key(where, params), ()):
+            if (avgdl and mean is None) or (n >= counted_to and counted_to < cap):
+                continue
+            return min(n, cap), mean
+        return None
+
+    def put(self, where: str, params: dict, cap: int, n: int, avgdl: float | None = None
+            ) -> None:
+        """Note a count of ``where`` made up to ``cap`` (and the units' mean length, if
+        read)."""
+        self._seen.setdefault(self._key(where, params), []).append((n, avgdl, cap))

@@ -9,7 +9,8 @@ Actions are dotted names, ``<object>.<verb>``: ``member.create``, ``member.updat
 ``entity.split``, ``entity.proposal_reject``, ``dedup.scan``, ``dedup.decide``,
 ``closets.create``, ``document.retag``, ``document.reprocess``, ``operation.retry``,
 ``operation.cancel``, ``operation.delete``, ``directive.create``, ``directive.update``,
-``directive.delete`` … (free text; a caller picks one and documents it). ``details`` never holds a secret (API keys, key hashes).
+``directive.delete`` … (free text; a caller picks one and documents it). ``details`` never
+holds a secret (API keys, key hashes).
 """
 
 from __future__ import annotations
