@@ -67,7 +67,10 @@ def warm_lookup(conn: Connection, scope: CallerScope, pq: PreparedQuery, *, thre
         return []
     where, params = scope.where("u")
     prev = conn.execute(
-        "SELECT current_setting('max_parallel_workers_per_gather') AS par, "
+        "SELECT current_setting('plan_cache_mode') AS pcm, "
+        "current_setting('max_parallel_workers_per_gather') AS par, "
+        # the bank id must be a constant to the planner (see rcll.search.dense)
+        "set_config('plan_cache_mode', 'force_custom_plan', true), "
         "set_config('max_parallel_workers_per_gather', '0', true)").fetchone()
     rows = conn.execute(
         f"""WITH qs AS MATERIALIZED (SELECT {FUNCTION}(%(qvec)s::vector) AS sig),
@@ -99,9 +102,9 @@ def warm_lookup(conn: Connection, scope: CallerScope, pq: PreparedQuery, *, thre
             LIMIT %(limit)s""",
         {**params, "qvec": pq.vector, "model": pq.model, "shortlist": shortlist,
          "entities": [e["id"] for e in pq.entities], "per_entity": per_entity,
-         "threshold": threshold, "limit": limit},
-        prepare=False).fetchall()  # planned with the bank id each run (rcll.search.dense)
-    conn.execute("SELECT set_config('max_parallel_workers_per_gather', %s, true)",
-                 (prev["par"],))
+         "threshold": threshold, "limit": limit}).fetchall()
+    conn.execute("SELECT set_config('plan_cache_mode', %s, true), "
+                 "set_config('max_parallel_workers_per_gather', %s, true)",
+                 (prev["pcm"], prev["par"]))
     return [TierHit(r["id"], float(r["sim"]), None, "entity" if r["via_entity"] else "lsh")
             for r in rows]

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 from psycopg import Connection
+from psycopg.pq import TransactionStatus
 
 from rcll.search.dense import dense_candidates
 from rcll.search.lexical import lexical_candidates
@@ -30,25 +31,24 @@ if TYPE_CHECKING:
 
 @contextmanager
 def custom_plans(conn: Connection) -> Iterator[None]:
-    """Plan every statement ``conn`` runs in the block with its parameter values: psycopg
-    prepares none of them (``prepare_threshold = None``, this connection, client side: no
-    round trip), and PostgreSQL plans an unprepared (unnamed) statement at bind time with
-    the values bound (PostgreSQL manual, "Extended Query" protocol flow: "query planning
-    typically occurs when the Bind message is processed"; a fresh unnamed statement has no
-    generic plan to reuse). The previous threshold is given back after the block.
+    """Inside ``conn``'s open transaction, plan every statement of the block with its
+    parameter values (``plan_cache_mode = force_custom_plan``, transaction-local), then give
+    the transaction its previous mode back. One round trip each way.
 
     The channels' statements filter by bank id, and their best plan depends on the bank (its
     own HNSW index, its row count; docs/decisions/0009-vector-index-per-bank.md): psycopg
     prepares a statement after five runs, and PostgreSQL may then switch it to a generic
     plan that cannot see the bank. The steps after fusion read rows by primary key, so they
-    stay prepared and, with PostgreSQL's ``plan_cache_mode = auto``, skip planning
-    (docs/decisions/0027-overlap-when-idle.md, 0028-recall-round-trips.md)."""
-    prev = conn.prepare_threshold
-    conn.prepare_threshold = None
+    keep PostgreSQL's default (``auto``) and, once prepared, skip planning
+    (docs/decisions/0027-overlap-when-idle.md). Not restored when the transaction failed:
+    its rollback undoes the setting."""
+    prev = conn.execute("SELECT current_setting('plan_cache_mode') AS m, "
+                        "set_config('plan_cache_mode', 'force_custom_plan', true)").fetchone()
     try:
         yield
     finally:
-        conn.prepare_threshold = prev
+        if conn.info.transaction_status == TransactionStatus.INTRANS:
+            conn.execute("SELECT set_config('plan_cache_mode', %s, true)", (prev["m"],))
 
 
 @dataclass

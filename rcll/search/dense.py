@@ -6,15 +6,14 @@ Vector search cost follows the size of the bank asked, not of the database
 ``(bank_id, model)`` btree; a bigger bank has its own partial HNSW index
 (``WHERE bank_id = '<id>'``, built by the maintenance task), which the planner picks for it.
 
-The query is never prepared (``prepare=False``): psycopg prepares a statement after five
-runs and PostgreSQL then may switch to a generic plan, which cannot see the bank id — so it
-cannot use a partial index or the bank's row count, and a big bank's query slowed by an order
-of magnitude (docs/decisions/0009-vector-index-per-bank.md). An unprepared statement is
-planned with the bank id every time (:func:`rcll.search.channels.custom_plans`).
-
 These settings hold for the query only (``set_config(..., true)``, transaction-local, each
 given back its previous value after the query):
 
+- ``plan_cache_mode = force_custom_plan``: psycopg prepares a statement after five runs and
+  PostgreSQL then may switch to a generic plan, which cannot see the bank id — so it cannot
+  use a partial index or the bank's row count, and a big bank's query slowed by an order of
+  magnitude (docs/decisions/0009-vector-index-per-bank.md). A custom plan is planned with the
+  bank id every time.
 - ``enable_sort = off``: the planner under-prices an exact scan of a bank whose rows are
   scattered over the table (benchmarks/scale.py at 100k:
   docs/decisions/0009-vector-index-per-bank.md). With sorting a last resort, a bank that has
@@ -38,9 +37,7 @@ from psycopg import Connection
 from rcll.search.models import Candidate
 from rcll.search.scope import CallerScope
 
-# "force_custom_plan": the dense query is never prepared (planned with the bank id each run);
-# benchmarks/scale.py sets "auto" (prepared after five runs, as psycopg does by default) to
-# show the plan flip.
+# Planner mode for the dense query; benchmarks/scale.py sets "auto" to show the plan flip.
 PLAN_CACHE_MODE = "force_custom_plan"
 EF_SEARCH = 1000
 
@@ -59,11 +56,12 @@ def dense_candidates(conn: Connection, scope: CallerScope, query_vec: np.ndarray
     prev = conn.execute(
         "SELECT current_setting('enable_sort') AS enable_sort, "
         "current_setting('max_parallel_workers_per_gather') AS par, "
-        "set_config('enable_sort', 'off', true), "
+        "current_setting('plan_cache_mode') AS pcm, "
+        "set_config('plan_cache_mode', %s, true), set_config('enable_sort', 'off', true), "
         "set_config('max_parallel_workers_per_gather', '0', true), "
         "set_config('hnsw.iterative_scan', 'relaxed_order', true), "
         "set_config('hnsw.ef_search', %s, true)",
-        (str(EF_SEARCH),)).fetchone()
+        (PLAN_CACHE_MODE, str(EF_SEARCH))).fetchone()
     rows = conn.execute(
         f"""SELECT id::text AS id, score FROM (
               SELECT e.unit_id AS id, 1 - (e.embedding <=> %(qvec)s) AS score
@@ -74,13 +72,13 @@ def dense_candidates(conn: Connection, scope: CallerScope, query_vec: np.ndarray
             WHERE score >= %(floor)s
             ORDER BY score DESC""",
         {**params, "qvec": query_vec, "model": model, "limit": limit, "floor": floor},
-        prepare=False if PLAN_CACHE_MODE == "force_custom_plan" else None,
     ).fetchall()
     # The other channels share the transaction: give them the planner back (on an error,
     # the caller's savepoint rollback undoes every setting above).
     conn.execute("SELECT set_config('enable_sort', %s, true), "
-                 "set_config('max_parallel_workers_per_gather', %s, true)",
-                 (prev["enable_sort"], prev["par"]))
+                 "set_config('max_parallel_workers_per_gather', %s, true), "
+                 "set_config('plan_cache_mode', %s, true)",
+                 (prev["enable_sort"], prev["par"], prev["pcm"]))
     return [Candidate(r["id"], i, float(r["score"])) for i, r in enumerate(rows, 1)]
 
 

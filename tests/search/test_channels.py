@@ -62,56 +62,43 @@ def test_a_failing_channel_degrades_and_the_others_answer(client, worker, servic
 
 
 class PlannerModeChannel:
-    """Records how the channel's statements are planned: psycopg's prepare threshold on the
-    connection and PostgreSQL's ``plan_cache_mode``."""
+    """Records the planner's ``plan_cache_mode`` the channel's statements run under."""
 
     name = "planner_mode"
     needs_vector = False
     uses_vector = False
 
     def __init__(self):
-        self.seen: list[tuple] = []
+        self.seen: list[str] = []
 
     def candidates(self, conn, scope, pq, ctx):
-        self.seen.append((conn.prepare_threshold,
-                          conn.execute("SELECT current_setting('plan_cache_mode') AS m")
-                          .fetchone()["m"]))
+        self.seen.append(conn.execute("SELECT current_setting('plan_cache_mode') AS m")
+                         .fetchone()["m"])
         return ChannelOutput([])
 
 
 def test_channels_are_planned_per_bank_and_the_steps_after_them_may_reuse_plans(
         client, worker, services):
-    """Channels run unprepared, so each run is planned with its bank id (decision 0009);
-    the channel phase gives the connection its threshold back and leaves PostgreSQL's mode
-    alone, so the steps after fusion are prepared and reuse plans (decisions 0027, 0028).
-    Seven recalls: past psycopg's threshold of five, no channel statement is prepared."""
+    """Channels run with custom plans (the bank id visible to the planner: decision 0009);
+    the dense channel and the channel phase give the transaction its mode back, so the
+    steps after fusion read rows with PostgreSQL's default (decision 0027)."""
     client.post("/v1/default/banks/chan3/memories", json={"items": ITEMS, "async": False})
     probe = PlannerModeChannel()
     registry = {**CHANNELS, "planner_mode": probe}
-    after: list[tuple] = []
-    prepared: set[str] = set()
+    after: list[str] = []
 
     def in_transaction(conn, ids):  # called after the steps, inside the recall's transaction
-        after.append((conn.prepare_threshold,
-                      conn.execute("SELECT current_setting('plan_cache_mode') AS m")
-                      .fetchone()["m"]))
-        prepared.update(r["statement"] for r in conn.execute(
-            "SELECT statement FROM pg_prepared_statements").fetchall())
+        after.append(conn.execute("SELECT current_setting('plan_cache_mode') AS m")
+                     .fetchone()["m"])
 
     recipes = {**RECIPES, DEFAULT_RECIPE: Recipe(DEFAULT_RECIPE,
                                                  ("dense", "planner_mode", "lexical"),
                                                  steps=RECIPES[DEFAULT_RECIPE].steps)}
-    for _ in range(7):
-        res = recall(services.recall_context(), "chan3", RecallQuery(query="deploy billing"),
-                     recipes=recipes, channels=registry, in_transaction=in_transaction)
-        assert res.results and res.channels == ["dense", "lexical", "planner_mode"]
-    assert probe.seen == [(None, "auto")] * 7  # after dense too: unprepared, mode untouched
-    assert after == [(5, "auto")] * 7
-    assert prepared  # the steps' statements, by primary key
-    channel_sql = [st for st in prepared
-                   if "embedding <=>" in st or "rcll_lex_query_tsvector" in st or "ts_rank" in st
-                   or "tsv @@" in st]
-    assert channel_sql == []
+    res = recall(services.recall_context(), "chan3", RecallQuery(query="deploy billing"),
+                 recipes=recipes, channels=registry, in_transaction=in_transaction)
+    assert res.results and res.channels == ["dense", "lexical", "planner_mode"]
+    assert probe.seen == ["force_custom_plan"]  # after dense, still custom
+    assert after == ["auto"]
 
 
 class BrokenTooChannel(BrokenChannel):
