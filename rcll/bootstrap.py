@@ -397,9 +397,6 @@ def bootstrap(settings: Settings | None = None, *, worker: bool = False) -> Serv
     ``worker``: a worker pool process, whose embedder borrows the cores no other pool process
     of the worker holds (``RCLL_WORKER_SPARE_CORES``, :func:`worker_core_leases`)."""
     s = settings or get_settings()
-    from rcll.models import threads
-
-    threads.limit_blas(s.blas_threads)
     return Services(s, core_leases=worker_core_leases(s) if worker else None)
 
 

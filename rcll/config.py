@@ -89,10 +89,6 @@ class Settings(BaseSettings):
     torch_threads: int = Field(1, ge=0, description="torch intra-op threads per process "
                                "(embedder, reranker); 0 = torch's default, one per core. Scale "
                                "with processes instead (docs/decisions/0014-process-model.md).")
-    blas_threads: int = Field(1, ge=0, description="numpy's BLAS threads per process (the "
-                              "recall's pairwise cosine, consolidation's clustering); 0 = the "
-                              "library's default, one per core, whose idle threads spin on the "
-                              "cores request threads need (docs/decisions/0028-recall-round-trips.md).")
 
     # --- operations: metrics and logs (rcll.telemetry; docs/reference/metrics.md) ----------
     metrics_port: int = Field(

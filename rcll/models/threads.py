@@ -1,5 +1,4 @@
-"""Torch's intra-op thread count per process (``RCLL_TORCH_THREADS``), and numpy's BLAS
-threads (``RCLL_BLAS_THREADS``).
+"""Torch's intra-op thread count per process (``RCLL_TORCH_THREADS``).
 
 On a few shared cores, one forward pass split over several threads spends its time waiting
 for the slowest thread: several processes (Celery pool processes, gunicorn workers) of one
@@ -36,22 +35,3 @@ def configure(threads: int) -> int | None:
             return None
         _applied = threads
         return threads
-
-
-def limit_blas(threads: int) -> int | None:
-    """Limit the BLAS library numpy loaded (OpenBLAS, MKL …) to ``threads`` per process,
-    through threadpoolctl; ``0`` leaves the library's default (one per core). A multi-threaded
-    BLAS call leaves its helper threads spinning for a while after it returns: on a few
-    shared cores, the recall threads of the same process lose that time. Returns the
-    limit set, or ``None``. Raises nothing."""
-    if threads <= 0:
-        return None
-    try:
-        import numpy  # noqa: F401  (loads the BLAS library the limit applies to)
-        from threadpoolctl import threadpool_limits
-
-        threadpool_limits(limits=threads, user_api="blas")
-    except Exception as exc:  # threadpoolctl missing or refusing: keep the default
-        log.warning("could not limit BLAS threads to %d: %s", threads, exc)
-        return None
-    return threads

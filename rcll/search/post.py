@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import logging
 
-import numpy as np
-
 from rcll.search.state import RecallState
 
 log = logging.getLogger(__name__)
@@ -31,11 +29,9 @@ def collapse_duplicates_step(state: RecallState, cosine: float = 0.88) -> None:
 
     Vectors: the stored ``memory_embeddings`` rows of the query's model, else of the
     configured embedder's model (what the bank's units are embedded with), so no query
-    vector is needed. One SELECT reads the pool's vectors in binary (float32, no text
-    parsing) and numpy compares them pairwise (4,950 pairs at limit 50: one matrix product,
-    where pgvector's ``<=>`` per pair was among the recall's costliest statements on the
-    server; docs/decisions/0028-recall-round-trips.md). A unit without a stored vector, or
-    with a zero vector (no cosine), is kept as it is. When none of the pool has a vector (embedder
+    vector is needed. PostgreSQL compares the pool's vectors pairwise and returns only the
+    pairs above the threshold (one SELECT; 4,950 pairs at limit 50), not the vectors. A unit
+    without a stored vector is kept as it is. When none of the pool has a vector (embedder
     down at retain time, pgvector missing) the step is skipped and named in
     ``state.degraded``. The pool is twice the limit, so it still holds ``limit`` units after
     collapsing unless more than half of it were duplicates.
@@ -48,23 +44,32 @@ def collapse_duplicates_step(state: RecallState, cosine: float = 0.88) -> None:
     try:
         with state.conn.transaction():  # savepoint: pgvector missing must not sink recall
             rows = state.conn.execute(
-                """SELECT x.ord, e.embedding
-                   FROM unnest(%(ids)s::uuid[]) WITH ORDINALITY AS x(id, ord)
-                   JOIN memory_embeddings e ON e.unit_id = x.id AND e.model = %(model)s
-                   ORDER BY x.ord""",
-                {"ids": "{" + ",".join(window) + "}", "model": model},
-                binary=True).fetchall()
+                """WITH w AS MATERIALIZED (
+                       SELECT e.unit_id, e.embedding, x.ord
+                       FROM unnest(%(ids)s::uuid[]) WITH ORDINALITY AS x(id, ord)
+                       JOIN memory_embeddings e ON e.unit_id = x.id AND e.model = %(model)s),
+                   pairs AS (
+                       SELECT a.unit_id::text AS kept, b.unit_id::text AS dup,
+                              1 - (a.embedding <=> b.embedding) AS cos
+                       FROM w a JOIN w b ON a.ord < b.ord
+                       WHERE (a.embedding <=> b.embedding) < 1 - %(cos)s)
+                   SELECT c.n, p.kept, p.dup, p.cos
+                   FROM (SELECT count(*) AS n FROM w) c LEFT JOIN pairs p ON true""",
+                {"ids": "{" + ",".join(window) + "}", "model": model,
+                 "cos": cosine}).fetchall()
     except Exception as exc:
         log.warning("collapse_duplicates: vectors unreadable: %s", exc)
         state.degraded.append(f"collapse_duplicates: skipped ({type(exc).__name__})")
         return
-    if not rows:
+    if rows[0]["n"] == 0:
         why = state.pq.vector_error or "no stored vectors"
         state.degraded.append(f"collapse_duplicates: skipped ({why}; no stored vectors of "
                               f"{model} for the result)")
         return
-    similar = _similar_pairs([window[r["ord"] - 1] for r in rows],
-                             [_array(r["embedding"]) for r in rows], cosine)
+    similar: dict[str, list[tuple[float, str]]] = {}  # dup → [(cosine, higher-ranked unit)]
+    for r in rows:
+        if r["dup"] is not None:
+            similar.setdefault(r["dup"], []).append((float(r["cos"]), r["kept"]))
     removed: set[str] = set()
     stale = set()
     if state.request.include_superseded and similar:
@@ -82,28 +87,6 @@ def collapse_duplicates_step(state: RecallState, cosine: float = 0.88) -> None:
     if removed:
         state.ranked = [(u, s) for u, s in state.ranked if u not in removed]
     state.counts["collapsed"] = len(removed)
-
-
-def _array(v) -> np.ndarray:
-    """A pgvector value as numpy (the binary loader gives a ``pgvector.Vector``)."""
-    return v.to_numpy() if hasattr(v, "to_numpy") else np.asarray(v)
-
-
-def _similar_pairs(ids: list[str], vectors: list, cosine: float
-                   ) -> dict[str, list[tuple[float, str]]]:
-    """``{later id: [(cosine, earlier id), ...]}`` for every pair of ``ids`` (rank order,
-    ``vectors`` alike: numpy float32 ``(dim,)`` each) whose cosine is above ``cosine``. A
-    zero vector has no cosine and pairs with nothing (as pgvector's ``<=>``, NaN)."""
-    m = np.asarray(np.stack(vectors), dtype=np.float32)
-    norms = np.linalg.norm(m, axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        unit = m / norms[:, None]
-        sims = unit @ unit.T
-    earlier, later = np.nonzero(np.triu(sims > cosine, k=1))  # NaN compares False
-    similar: dict[str, list[tuple[float, str]]] = {}
-    for a, b in zip(earlier.tolist(), later.tolist(), strict=True):
-        similar.setdefault(ids[b], []).append((float(sims[a, b]), ids[a]))
-    return similar
 
 
 def worth_step(state: RecallState, min_outcomes: int = 20, floor: float = 0.3) -> None:

@@ -122,3 +122,50 @@ def test_migration_0015_recomputes_existing_lengths(settings):
 
 def _scope(bank, q):
     return CallerScope.for_query(bank, q, None)
+
+
+def test_one_count_of_the_scope_serves_lexical_and_graph(client, services):
+    """The lexical channel counts the scope in the statement that reads the query's terms
+    and notes it in the recall's ScopeSizes, exact, so it also decides the graph channel's
+    larger cap; BM25 from a noted count equals BM25 with the count made alone."""
+    from rcll.search.graph import BANK_COUNT_CAP
+    from rcll.search.scope import ScopeSizes
+
+    bank = "bm25-sizes"
+    client.post(f"/v1/default/banks/{bank}/memories", json={
+        "items": [{"content": t, "document_id": k} for k, t in DOCS.items()], "async": False})
+    q = RecallQuery(query="red fox fence", channels="lexical")
+    scope = _scope(bank, q)
+    where, params = scope.where("u")
+    sizes = ScopeSizes()
+    with services.pool.connection() as conn:
+        shared, info = lexical_candidates(conn, scope, q.query, limit=10, df_cutoff=0.15,
+                                          sizes=sizes)
+        alone, _ = lexical_candidates(conn, scope, q.query, limit=10, df_cutoff=0.15)
+        # lexical counted up to EXACT_STATS_MAX + 1; the graph's larger cap is decided by it
+        assert sizes.get(where, params, BANK_COUNT_CAP)[0] == len(DOCS)
+        n, avgdl = sizes.get(where, params, BANK_COUNT_CAP, avgdl=True)
+        assert n == len(DOCS) and avgdl > 0
+        # a count the lexical channel reads back from ScopeSizes gives the same scores
+        again, _ = lexical_candidates(conn, scope, q.query, limit=10, df_cutoff=0.15,
+                                      sizes=sizes)
+    assert info["n_units"] == len(DOCS)
+    assert [(c.unit_id, c.score) for c in shared] == [(c.unit_id, c.score) for c in alone]
+    assert [(c.unit_id, c.score) for c in again] == [(c.unit_id, c.score) for c in alone]
+
+
+def test_scope_sizes_answer_only_what_a_count_decides():
+    """A count made up to a cap is exact below it and 'at least cap' at it: it decides a
+    smaller cap always, a larger one only when exact; avgdl only from a count that read it."""
+    from rcll.search.scope import ScopeSizes
+
+    s = ScopeSizes()
+    s.put("w", {"bank_id": "b"}, 10_001, 10_001, 7.5)  # saturated: at least 10,001
+    assert s.get("w", {"bank_id": "b"}, 100_000) is None
+    assert s.get("w", {"bank_id": "b"}, 5_000) == (5_000, 7.5)
+    assert s.get("w", {"bank_id": "other"}, 5_000) is None
+    s.put("w", {"bank_id": "b"}, 100_000, 42_000)  # the graph's count, no avgdl
+    assert s.get("w", {"bank_id": "b"}, 100_000) == (42_000, None)
+    assert s.get("w", {"bank_id": "b"}, 100_000, avgdl=True) is None
+    s.put("v", {"bank_id": "b"}, 10_001, 663, 12.0)  # exact
+    assert s.get("v", {"bank_id": "b"}, 100_000, avgdl=True) == (663, 12.0)

@@ -310,22 +310,3 @@ def test_a_live_unit_is_never_collapsed_into_a_stale_one(client, services):
             assert by_id[old]["invalidated_reason"] == "document_replaced"
         assert all(new not in r["collapsed"] for r in out["results"])
 
-
-def test_similar_pairs_by_cosine_in_rank_order_and_a_zero_vector_pairs_with_nothing():
-    """The collapse step's pairwise cosine (numpy): each pair once, the later unit listed
-    under the earlier; above the threshold only; a zero vector (no cosine) never pairs."""
-    import numpy as np
-
-    from rcll.search.post import _similar_pairs
-
-    a = np.array([1.0, 0.0, 0.0], dtype=np.float32)
-    near = np.array([0.95, 0.1, 0.0], dtype=np.float32) * 3  # length does not matter
-    far = np.array([0.0, 1.0, 0.0], dtype=np.float32)
-    zero = np.zeros(3, dtype=np.float32)
-    pairs = _similar_pairs(["a", "far", "near", "zero", "a2"], [a, far, near, zero, a], 0.88)
-    assert set(pairs) == {"near", "a2"}
-    assert [k for _, k in pairs["near"]] == ["a"]
-    assert sorted(k for _, k in pairs["a2"]) == ["a", "near"]
-    cos = dict((k, c) for c, k in pairs["a2"])
-    assert abs(cos["a"] - 1.0) < 1e-6
-    assert abs(cos["near"] - 0.95 / np.hypot(0.95, 0.1)) < 1e-6
