@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 from collections.abc import Callable
@@ -104,6 +105,17 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     hindsight_unserved.register(app, HINDSIGHT_ROUTES)
     # Load the embedder, then the reranker (checking its scoring head), in the background so
     # the first recall does not pay for them and /readyz reports the reranker from start-up.
-    threading.Thread(target=lambda: (svc.embedder.get(), svc.reranker.load()),
-                     name="models-warmup", daemon=True).start()
+    threading.Thread(target=_warm_up, args=(svc,), name="models-warmup", daemon=True).start()
     return app
+
+
+def _warm_up(svc: Services) -> None:
+    """Load the models, then move every object made so far (modules, the app, the models'
+    Python objects) out of the garbage collector's generations (``gc.freeze``, Python docs
+    of the ``gc`` module). A full collection walks every tracked object: with the model
+    libraries loaded that paused every thread of the process, recalls included, each time
+    one ran (docs/decisions/0028-recall-round-trips.md). Later objects are collected as
+    before."""
+    svc.embedder.get()
+    svc.reranker.load()
+    gc.freeze()
