@@ -24,7 +24,7 @@ class _Point:
 
 VALUES = [
     {"b": 1, "a": [1.5, None, True], "nested": {"z": "é ✓ 漢字", "k": ()}},
-    {"when": dt.datetime(2026, 12, 7, 21, 59, tzinfo=dt.timezone.utc), "day": dt.date(2026, 1, 2)},
+    {"when": dt.datetime(2026, 12, 7, 21, 59, tzinfo=dt.UTC), "day": dt.date(2026, 1, 2)},
     {"id": uuid.UUID("12345678-1234-5678-1234-567812345678"), "d": decimal.Decimal("1.25")},
     {1: "int key", "p": _Point(3, "x")},
     {"big": 2**70, "surrogate": "\udc00"},  # orjson refuses both: the stdlib path

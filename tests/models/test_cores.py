@@ -144,11 +144,11 @@ def test_the_workers_tasks_hold_their_core_and_give_it_back(client, settings, wo
     # The last task's postrun runs after the job row says succeeded, and the shared worker
     # may still run another test's follow-up tasks (consolidation): every token must come
     # back within a bounded wait, not at one instant.
-    leases, free, deadline = CoreLeases(folder, cores), 0, time.monotonic() + 30
-    while time.monotonic() < deadline:
+    leases, deadline = CoreLeases(folder, cores), time.monotonic() + 30
+    while True:
         with leases.spare(cores, idle_s=0) as free:
             pass
-        if free == cores:
+        if free == cores or time.monotonic() > deadline:
             break
         time.sleep(0.2)
     assert free == cores  # none kept by an ended task
