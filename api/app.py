@@ -115,7 +115,9 @@ def _warm_up(svc: Services) -> None:
     of the ``gc`` module). A full collection walks every tracked object: with the model
     libraries loaded that paused every thread of the process, recalls included, each time
     one ran (docs/decisions/0028-recall-round-trips.md). Later objects are collected as
-    before."""
-    svc.embedder.get()
-    svc.reranker.load()
-    gc.freeze()
+    before; the freeze happens even when a model fails to load."""
+    try:
+        svc.embedder.get()
+        svc.reranker.load()
+    finally:
+        gc.freeze()

@@ -74,7 +74,7 @@ def graph_candidates(conn, scope, pq, ctx, *, decay: float = DECAY, per_seed: in
         mention_vis = f"AND {vis}"
     # the scope's size: the lexical channel's count when it made one (pq.sizes), else here
     known = pq.sizes.get(where, params, BANK_COUNT_CAP)
-    count = ("" if known else f"""(SELECT count(*) FROM (SELECT 1 FROM memory_units u
+    count = ("" if known is not None else f"""(SELECT count(*) FROM (SELECT 1 FROM memory_units u
                                        WHERE {where} LIMIT %(cap)s) b) AS n, """)
     row = conn.execute(
         f"""SELECT {count}
@@ -84,7 +84,7 @@ def graph_candidates(conn, scope, pq, ctx, *, decay: float = DECAY, per_seed: in
                                         {mention_join}
                                         WHERE ue.entity_id = s.id {mention_vis}) c) AS mentions""",
         {**params, "cap": BANK_COUNT_CAP, "seeds": _arr(seeds)}).fetchone()
-    if known:
+    if known is not None:
         n = known[0]
     else:
         n = int(row["n"])

@@ -166,11 +166,7 @@ LIMIT %(limit)s"""
 def query_terms(conn: Connection, text: str) -> list[str]:
     """Distinct lexical terms of ``text`` in query order: English lexemes (stemmed, stop words
     removed), then bigrams of unsegmented-script runs (a one-character run: that character)."""
-    rows = conn.execute(
-        "SELECT lexeme, positions[1] AS p FROM unnest(rcll_lex_query_tsvector(%s)) ORDER BY 2",
-        (text,),
-    ).fetchall()
-    return [r["lexeme"] for r in rows]
+    return list(_terms_and_size(conn, text)[0])
 
 
 def _tsquery(terms: list[str]) -> str:
@@ -191,8 +187,9 @@ def _doc_freqs(conn: Connection, where: str, params: dict, terms: list[str],
     return {r["term"]: int(r["df"]) for r in rows if r["df"]}
 
 
-def _terms_and_size(conn: Connection, text: str, where: str, params: dict,
-                    cap: int | None) -> tuple[dict[str, int], int | None, float | None]:
+def _terms_and_size(conn: Connection, text: str, where: str = "", params: dict | None = None,
+                    cap: int | None = None
+                    ) -> tuple[dict[str, int], int | None, float | None]:
     """``(term counts, n, avgdl)`` in one statement: the lexical terms of ``text`` as
     :func:`query_terms` gives them, each with how often ``text`` says it (its positions in the
     query's tsvector: what ``query_tf`` weighs its idf by), and, with ``cap``, how many
@@ -207,7 +204,7 @@ def _terms_and_size(conn: Connection, text: str, where: str, params: dict,
                          coalesce(array_agg(coalesce(array_length(t.positions, 1), 1)
                                             ORDER BY t.positions[1]), '{{}}') AS tfs
                   FROM unnest(rcll_lex_query_tsvector(%(lex_query)s)) AS t) q{size}""",
-        {**params, "lex_query": text, "cap": cap}).fetchone()
+        {**(params or {}), "lex_query": text, "cap": cap}).fetchone()
     counts = {t: int(c) for t, c in zip(row["terms"], row["tfs"], strict=True)}
     if cap is None:
         return counts, None, None

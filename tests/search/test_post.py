@@ -309,4 +309,3 @@ def test_a_live_unit_is_never_collapsed_into_a_stale_one(client, services):
         if old in by_id:  # the stale one says so
             assert by_id[old]["invalidated_reason"] == "document_replaced"
         assert all(new not in r["collapsed"] for r in out["results"])
-
