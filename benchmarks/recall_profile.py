@@ -5,11 +5,13 @@ rest (Flask, auth, JSON serialisation); beside it a GIL probe.
 
     cd <checkout> && HF_HUB_OFFLINE=1 PYTHONPATH=. .venv/bin/python benchmarks/recall_profile.py \
         [--clients 1,16] [--duration 20] [--state-dir .rcll-bench/recall-load] \
-        [--pg-port 56401] [--redis-port 56402] [--switch-ms 5] [--out ...json]
+        [--pg-port 54381] [--redis-port 6421] [--start] [--switch-ms 5] [--out ...json]
 
-Runs against a running stack that holds ``benchmarks/recall_load.py``'s ``load-*`` LoCoMo
-banks — ``benchmarks/replica_recall.py --keep`` leaves one on this script's default ports
-(``recall_load.py`` stops its own at exit) — and exits saying so when there is none; in-process:
+Runs against the stack that holds ``benchmarks/recall_load.py``'s ``load-*`` LoCoMo banks
+(its state folder and, by default, its ports; ``recall_load.py`` ingests them once and stops
+its stack at exit). ``--start`` brings that stack's PostgreSQL and Redis up when they are not
+running and stops them at exit; without it, or without the banks, it exits saying what to
+run. In-process:
 the Flask app (``api.app.create_app``) with the checkout's defaults, ``RCLL_QUERY_CACHE_SIZE=0``
 and ``RCLL_ACTIVATION=off`` (every request embeds and runs the cold tier), ``N`` threads
 posting LoCoMo questions through the app's test client (WSGI in-process: no sockets, no
@@ -152,7 +154,7 @@ def run(app, questions, clients: int, duration_s: float) -> dict:
 
 
 def main() -> None:
-    from rcll.bootstrap import bootstrap
+    from benchmarks.recall_load import PG_PORT, REDIS_PORT
     from rcll.config import Settings
     from rcll.eval.datasets import load_locomo
 
@@ -162,8 +164,11 @@ def main() -> None:
     ap.add_argument("--clients", default="1,16")
     ap.add_argument("--duration", type=float, default=20.0)
     ap.add_argument("--state-dir", default=str(ROOT / ".rcll-bench" / "recall-load"))
-    ap.add_argument("--pg-port", type=int, default=56401)
-    ap.add_argument("--redis-port", type=int, default=56402)
+    ap.add_argument("--pg-port", type=int, default=PG_PORT)
+    ap.add_argument("--redis-port", type=int, default=REDIS_PORT)
+    ap.add_argument("--start", action="store_true",
+                    help="start the stack's PostgreSQL and Redis (no worker, no API) when "
+                         "they are not running, and stop them at exit")
     ap.add_argument("--switch-ms", type=float, default=None,
                     help="sys.setswitchinterval in ms (default: Python's 5)")
     ap.add_argument("--activation", action="store_true",
@@ -185,11 +190,36 @@ def main() -> None:
     questions = [q for q in ds.questions if q.bank_id in ds.banks]
     random.Random(7).shuffle(questions)
     from benchmarks.recall_load import require_banks
+    from rcll.dev import stack
 
-    require_banks(s, set(ds.banks), "recall_profile",
-                  "start one with `benchmarks/replica_recall.py --keep` (these default ports), "
-                  "or pass --pg-port/--redis-port of a running stack that holds them")
+    started = args.start and not _listening(args.pg_port)
+    if started:
+        stack.up(s, api=False, worker=False, mcp=False, log=lambda *_: None)
+    try:
+        require_banks(s, set(ds.banks), "recall_profile",
+                      "make them once with `benchmarks/recall_load.py --conversations "
+                      f"{args.conversations} --clients 1 --duration 1 --rounds 1 --variants after`"
+                      ", then run this with --start (or with --pg-port/--redis-port of a "
+                      "running stack that holds them)")
+        profile(args, s, questions)
+    finally:
+        if started:
+            stack.down(s, log=lambda *_: None)
+
+
+def _listening(port: int) -> bool:
+    """Whether something accepts connections on 127.0.0.1:``port``."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def profile(args, s, questions: list) -> None:
+    """The measurements of :func:`main` against the running stack of ``s``."""
     from api.app import create_app
+    from rcll.bootstrap import bootstrap
 
     svc = bootstrap(s)
     svc.embedder.get()
