@@ -11,17 +11,11 @@ import getpass
 import json
 
 import click
-from rich.console import Console
 from rich.table import Table
 
+from rcll.cli.console import add_data_row, console
+from rcll.cli.console import out as _out
 from rcll.config import get_settings
-
-console = Console(stderr=True)
-
-
-def _out() -> Console:
-    out = Console()
-    return out if out.is_terminal else Console(width=160)
 
 
 def _actor():
@@ -66,7 +60,7 @@ def _table(rows: list[dict], cols: list[str], as_json: bool) -> None:
     for c in cols:
         table.add_column(c)
     for r in rows:
-        table.add_row(*[", ".join(v) if isinstance(v, list) else str(v) for v in
+        add_data_row(table, *[", ".join(v) if isinstance(v, list) else str(v) for v in
                         (r.get(c) for c in cols)])
     _out().print(table)
 

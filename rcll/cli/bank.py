@@ -28,7 +28,7 @@ def _bytes_progress(description: str):
         TransferSpeedColumn,
     )
 
-    from rcll.cli.main import console
+    from rcll.cli.console import console
 
     return Progress(TextColumn(description), BarColumn(), DownloadColumn(),
                     TransferSpeedColumn(), TimeElapsedColumn(), console=console,
@@ -185,7 +185,7 @@ def _import_direct(path: str, bank_id: str, ids: str, grants: bool, no_wait: boo
             return
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-        from rcll.cli.main import console
+        from rcll.cli.console import console
 
         op_id = answer["operation_id"]
         with Progress(TextColumn("embed"), BarColumn(), MofNCompleteColumn(),
@@ -233,7 +233,7 @@ def _wait_embedding(client, bank_id: str, op_id: str, reused: int, todo: int) ->
     ``units_embedded`` starts at the ``reused`` vectors)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from rcll.cli.main import console
+    from rcll.cli.console import console
 
     with Progress(TextColumn("embed"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console) as bar:

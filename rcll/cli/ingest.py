@@ -17,12 +17,13 @@ operation with the reason.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from rcll.files.convert import TYPES
-from rcll.validation import MalformedJSON, parse_json
+from rcll.validation import MalformedJSON, is_blank, parse_json
 
 TEXT_SUFFIXES = (".txt", ".md", ".markdown")
 DOCUMENT_SUFFIXES = tuple(s for s in TYPES if s not in (*TEXT_SUFFIXES, ".text"))
@@ -31,6 +32,7 @@ FILE_BATCH = 8  # document files per files/retain request
 # content per item request (one job each): long text files spread over several jobs, which
 # worker processes run side by side and which end one by one (chat-turn batches stay whole)
 JOB_BYTES = 64 * 1024
+_SUFFIX = re.compile(r"\.[a-z0-9_+-]+")
 
 
 @dataclass
@@ -52,13 +54,14 @@ class Plan:
 
 
 def _read_text(f: Path) -> str:
-    """The file as UTF-8 text. Raises ``ValueError`` for binary or non-UTF-8 content and
-    ``OSError`` when unreadable."""
+    """The file as UTF-8 text, a leading byte-order mark dropped (as the server's own text
+    conversion does). Raises ``ValueError`` for binary or non-UTF-8 content and ``OSError``
+    when unreadable."""
     data = f.read_bytes()
     if b"\x00" in data[:8192]:
         raise ValueError("binary file (NUL bytes)")
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise ValueError(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
 
@@ -66,21 +69,24 @@ def _read_text(f: Path) -> str:
 def path_text(p: Path | str) -> str:
     """``p`` as text the server stores (document ids, ``metadata.path``, upload names): a
     name that is not UTF-8 on disk (Python spells its bytes as lone surrogates, which
-    PostgreSQL refuses) keeps its other characters, each undecodable byte becoming U+FFFD."""
-    return os.fsencode(p).decode("utf-8", "replace")
+    PostgreSQL refuses) keeps its other characters, each undecodable byte written as
+    ``\\xNN`` — so two names that differ only in such bytes stay two documents."""
+    return os.fsencode(p).decode("utf-8", "backslashreplace")
 
 
 def text_suffixes(values: tuple[str, ...] | list[str]) -> tuple[str, ...]:
     """``--text-suffix`` values as suffixes to read as text: lower case with a leading dot
-    (``rst`` → ``.rst``). Raises ``ValueError`` for an empty value, one with a path
-    separator or inner whitespace, and a suffix RCLL already reads another way (``.jsonl``
-    and the document types: :data:`DOCUMENT_SUFFIXES`)."""
+    (``rst`` → ``.rst``). Raises ``ValueError`` for a value that cannot be a name's last
+    suffix (empty, ``.tar.gz``, ``*``, a path separator or white space), and a suffix RCLL
+    already reads another way (``.jsonl`` and the document types: :data:`DOCUMENT_SUFFIXES`)."""
     out = []
     for v in values:
         s = v.strip().lower()
         s = s if s.startswith(".") else f".{s}"
-        if s == "." or "/" in s or "\\" in s or any(c.isspace() for c in s):
-            raise ValueError(f"not a file suffix: {v!r}")
+        if not _SUFFIX.fullmatch(s):  # what Path.suffix can be: one dot, then a name
+            raise ValueError(f"not a file suffix: {v!r} (one dot and letters, digits, "
+                             "'_', '+' or '-', e.g. .rst; the last suffix of a name alone is "
+                             "compared)")
         if s == ".jsonl" or s in DOCUMENT_SUFFIXES:
             raise ValueError(f"{s} files are already read as "
                              f"{'retain items' if s == '.jsonl' else 'documents'}")
@@ -98,16 +104,38 @@ def read_paths(paths: tuple[str, ...] | list[str], extra_text: tuple[str, ...] =
     (:data:`DOCUMENT_SUFFIXES`) go to ``plan.files``. Everything that cannot be taken is listed
     in ``plan.skipped`` with its reason, never silently dropped and never fatal: a file of
     another type, a binary, non-UTF-8, unreadable or empty file, a JSONL line that is not a
-    JSON object. Hidden files and folders (a name starting with ``.``, e.g. ``.git``) inside
-    a folder are not read. Raises nothing."""
+    JSON object, a path that is not a regular file (a FIFO, socket or device, a broken or
+    looping symbolic link, a missing path), a symbolic link to a folder inside a folder (not
+    followed). Hidden files and folders (a name starting with ``.``, e.g. ``.git``) inside
+    a folder are not read. A file named twice (a folder and a file in it) is read once.
+    Raises nothing."""
     plan = Plan()
+    seen: set[str] = set()
     for p in map(Path, paths):
         if p.is_dir():
-            files = sorted(f for f in p.rglob("*") if f.is_file()
-                           and not any(part.startswith(".") for part in f.relative_to(p).parts))
+            files = []
+            for f in sorted(p.rglob("*")):
+                if any(part.startswith(".") for part in f.relative_to(p).parts):
+                    continue
+                if f.is_dir():
+                    if f.is_symlink():
+                        plan.skipped.append(Skipped(str(f), "symbolic link to a folder "
+                                                            "(not followed)"))
+                    continue
+                files.append(f)
         else:
             files = [p]
         for f in files:
+            if not f.is_file():  # never opened: reading a FIFO would block
+                plan.skipped.append(Skipped(str(f), "no such file" if not f.exists()
+                                            and not f.is_symlink() else
+                                            "not a regular file (a FIFO, socket, device or "
+                                            "broken symbolic link)"))
+                continue
+            real = os.path.realpath(f)
+            if real in seen:
+                continue
+            seen.add(real)
             suffix = f.suffix.lower()
             if suffix in DOCUMENT_SUFFIXES:
                 plan.files.append(f)
@@ -128,7 +156,7 @@ def read_paths(paths: tuple[str, ...] | list[str], extra_text: tuple[str, ...] =
                 continue
             if suffix == ".jsonl":
                 _read_jsonl(f, text, plan)
-            elif not text.strip():
+            elif is_blank(text):
                 plan.skipped.append(Skipped(str(f), "empty file"))
             else:
                 plan.items.append({"content": text, "document_id": path_text(f),
@@ -138,7 +166,9 @@ def read_paths(paths: tuple[str, ...] | list[str], extra_text: tuple[str, ...] =
 
 
 def _read_jsonl(f: Path, text: str, plan: Plan) -> None:
-    for n, line in enumerate(text.splitlines(), 1):
+    """One item per line. Lines end at ``\\n`` alone (JSON Lines): U+2028, U+0085 and the
+    other breaks ``str.splitlines`` knows are valid inside a JSON string."""
+    for n, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
         try:

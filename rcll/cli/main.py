@@ -9,18 +9,11 @@ import time
 from pathlib import Path
 
 import click
-from rich.console import Console
 from rich.table import Table
 
+from rcll.cli.console import add_data_row, console, plain
+from rcll.cli.console import out as _out
 from rcll.config import get_settings
-
-console = Console(stderr=True)
-
-
-def _out() -> Console:
-    """Standard output; wide enough for result tables when piped (no terminal width)."""
-    out = Console()
-    return out if out.is_terminal else Console(width=160)
 
 
 def _tiers_option(fn):
@@ -299,11 +292,11 @@ def ingest(paths: tuple[str, ...], bank: str, batch_size: int, text_suffix: tupl
     console.print(summary(final, len(ops), taken, len(plan.files),
                           time.monotonic() - started))
     for o in bad:
-        console.print(f"[red]operation {o['id']} {o['state']}: {o.get('error')}")
+        console.print(f"[red]operation {o['id']} {o['state']}: {plain(o.get('error'))}")
     if skipped:
         console.print(f"[yellow]skipped {len(skipped)}:")
         for s in skipped:
-            console.print(f"[yellow]  {s.source}: {s.reason}")
+            console.print(f"[yellow]  {plain(s.source)}: {plain(s.reason)}")
     if bad or skipped:
         sys.exit(1)
 
@@ -345,7 +338,7 @@ def jobs(bank: str | None, state: str | None, limit: int) -> None:
         table.add_column(col)
     for j in _client().jobs(bank, state, limit):
         c = j.get("counts") or {}
-        table.add_row(j["id"][:8], j["bank_id"], j["state"], str(j.get("stage")),
+        add_data_row(table, j["id"][:8], j["bank_id"], j["state"], str(j.get("stage")),
                       f"{c.get('items_done', 0)}/{c.get('items', 0)} items, "
                       f"{c.get('units_created', 0)} new, {c.get('units_embedded', 0)} embedded",
                       (j.get("error") or "")[:60])

@@ -6,6 +6,8 @@ import re
 
 from rich.table import Table
 
+from rcll.cli.console import add_data_row, plain
+
 TEXT_CHARS = 240  # the text column's most characters (rich wraps them in the cell)
 
 
@@ -48,7 +50,7 @@ def source(result: dict) -> str:
 
 def recall_table(query: str, res: dict) -> Table:
     """The table ``rcll recall`` prints for one recall answer ``res`` (the API's JSON)."""
-    table = Table(title=f"{query}  [tiers {', '.join(res.get('tiers') or []) or 'none'}, "
+    table = Table(title=f"{plain(query)}  [tiers {', '.join(res.get('tiers') or []) or 'none'}, "
                         f"recipe {res.get('recipe')}, mode {res['mode']}, "
                         f"{(res.get('timings_ms') or {}).get('total')} ms]")
     for col in ("#", "score", "dense", "lexical", "room/hall", "source"):
@@ -58,7 +60,7 @@ def recall_table(query: str, res: dict) -> Table:
         # "final": every result has it (an L0 unit no channel found has no RRF score)
         # compact results (the token-budget policy) carry no ranks, room or hall
         ranks = r.get("ranks") or {}
-        table.add_row(str(i), f"{r['scores']['final']:.4f}", str(ranks.get("dense")),
+        add_data_row(table, str(i), f"{r['scores']['final']:.4f}", str(ranks.get("dense")),
                       str(ranks.get("lexical")),
                       f"{r.get('room') or '-'}/{r.get('hall') or '-'}",
                       source(r), clip(r["text"]))

@@ -46,7 +46,7 @@ def add(source_unit_id: str, target_unit_id: str, relationship: str, one_way: bo
 @click.option("--json", "as_json", is_flag=True, help="Print the raw JSON response.")
 def list_(bank: str, limit: int, offset: int, as_json: bool) -> None:
     """Tunnels touching BANK that you may see."""
-    from rcll.cli.main import _out
+    from rcll.cli.console import add_data_row, out
 
     page = _client().tunnels(bank, limit=limit, offset=offset)
     if as_json:
@@ -56,10 +56,10 @@ def list_(bank: str, limit: int, offset: int, as_json: bool) -> None:
     for col in ("id", "relationship", "way", "source", "target"):
         table.add_column(col)
     for t in page["tunnels"]:
-        table.add_row(t["id"], t["relationship"], "both" if t["bidirectional"] else "one",
+        add_data_row(table, t["id"], t["relationship"], "both" if t["bidirectional"] else "one",
                       f"{t['source_bank_id']}: {t['source_text'][:60]}",
                       f"{t['target_bank_id']}: {t['target_text'][:60]}")
-    _out().print(table)
+    out().print(table)
 
 
 @tunnels.command("rm")

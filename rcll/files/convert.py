@@ -28,6 +28,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import PurePath
 
+from rcll.validation import is_blank
+
 # suffix -> MIME type of every file type RCLL converts
 TYPES: dict[str, str] = {
     ".pdf": "application/pdf",
@@ -244,7 +246,7 @@ def _pdf_pages(data: bytes, limits: ConvertLimits = DEFAULT_LIMITS) -> list[Sect
             if chars > limits.max_chars:
                 raise LimitExceeded(f"more than {limits.max_chars} characters of text by page "
                                     f"{i + 1} of {pages} ({limits.setting('max_chars')})")
-            if text:
+            if not is_blank(text):
                 out.append(Section(text=text, page=i + 1, pages=pages))
         return out
     finally:
@@ -318,7 +320,8 @@ def _markitdown(data: bytes, name: str, suffix: str) -> str:
 def split_markdown(markdown: str, slides: bool = False) -> list[Section]:
     """Markdown cut before each heading of level 1-2 (or each slide marker when ``slides``);
     each piece keeps its heading as ``section`` (``"slide N: title"`` for slides). Pieces with
-    no text besides their heading are dropped. Raises nothing."""
+    no visible text besides their heading (:func:`rcll.validation.is_blank`: white space and
+    zero-width characters count as none) are dropped. Raises nothing."""
     marks = []
     if slides:
         for m in _SLIDE.finditer(markdown):
@@ -328,7 +331,7 @@ def split_markdown(markdown: str, slides: bool = False) -> list[Section]:
             marks.append((m.start(), m.start(), m.group(2).strip()[:MAX_SECTION_TITLE]))
     out: list[Section] = []
     head = markdown[:marks[0][0]] if marks else markdown
-    if head.strip():
+    if not is_blank(head):
         out.append(Section(text=head.strip(), section=None))
     for i, (_start, body_start, title) in enumerate(marks):
         end = marks[i + 1][0] if i + 1 < len(marks) else len(markdown)
@@ -337,7 +340,7 @@ def split_markdown(markdown: str, slides: bool = False) -> list[Section]:
             first = text.splitlines()[0].lstrip("# ").strip() if text else ""
             title = f"{title}: {first[:MAX_SECTION_TITLE]}" if first else title
         body = text if slides else text.split("\n", 1)[1].strip() if "\n" in text else ""
-        if body:
+        if not is_blank(body):
             out.append(Section(text=text, section=title))
     return out
 

@@ -134,7 +134,9 @@ def test_a_jsonl_line_nested_too_deeply_is_skipped_and_the_rest_read(tmp_path):
 
 def test_a_file_whose_name_is_not_utf8_gets_a_document_id_the_server_stores(tmp_path):
     """A file named in Latin-1 on disk: its path held a lone surrogate (Python's spelling of
-    the byte), which every retain refuses; its id now keeps the name with U+FFFD."""
+    the byte), which every retain refuses; its id now keeps the name with the byte written
+    as ``\\xe9``. Stop 36 finding: with U+FFFD for every such byte, two files whose names
+    differ only there got one document id, and the second replaced the first."""
     import os
 
     from rcll.cli.ingest import read_paths
@@ -143,8 +145,104 @@ def test_a_file_whose_name_is_not_utf8_gets_a_document_id_the_server_stores(tmp_
     raw = os.fsencode(tmp_path) + b"/caf\xe9 notes.md"
     with open(raw, "wb") as fh:
         fh.write(b"# Menu\nCoffee is served until eleven.\n")
+    for name, text in ((b"/n\xffx.md", b"first file: walruses\n"),
+                       (b"/n\xfex.md", b"second file: narwhals\n")):
+        with open(os.fsencode(tmp_path) + name, "wb") as fh:
+            fh.write(text)
     plan = read_paths([str(tmp_path)])
-    [item] = plan.items
-    assert item["document_id"] == f"{tmp_path}/caf\ufffd notes.md"
-    assert item["metadata"] == {"path": item["document_id"]}
-    RetainItem.model_validate(item)  # no lone surrogate left: storable
+    ids = {i["content"]: i["document_id"] for i in plan.items}
+    assert ids["# Menu\nCoffee is served until eleven.\n"] == f"{tmp_path}/caf\\xe9 notes.md"
+    assert ids["first file: walruses\n"] == f"{tmp_path}/n\\xffx.md"
+    assert ids["second file: narwhals\n"] == f"{tmp_path}/n\\xfex.md"
+    for item in plan.items:
+        assert item["metadata"] == {"path": item["document_id"]}
+        RetainItem.model_validate(item)  # no lone surrogate left: storable
+
+
+def test_paths_that_are_not_regular_files_are_skipped_never_opened(tmp_path):
+    """Stop 36 findings: a FIFO named on the command line hung ``rcll ingest`` (read
+    blocked), and inside a folder FIFOs, broken or looping links and linked folders were
+    dropped without a word. Each is listed as skipped; a file named twice is read once."""
+    import os
+
+    from rcll.cli.ingest import read_paths
+
+    d = tmp_path / "docs"
+    (d / "sub").mkdir(parents=True)
+    (d / "sub" / "s.md").write_text("# Service\nRestart the daemon after an upgrade.\n")
+    os.mkfifo(d / "pipe.txt")
+    os.mkfifo(tmp_path / "named.txt")
+    (d / "loop.txt").symlink_to(d / "loop.txt")
+    (d / "gone.md").symlink_to(tmp_path / "missing.md")
+    (d / "linked").symlink_to(d / "sub", target_is_directory=True)
+    plan = read_paths([str(d), str(d / "sub"), str(d / "sub" / "s.md"),
+                       str(tmp_path / "named.txt"), str(tmp_path / "nowhere.md")])
+    assert plan.sources == [str(d / "sub" / "s.md")]  # once, though named three times
+    reasons = {s.source: s.reason for s in plan.skipped}
+    not_regular = "not a regular file (a FIFO, socket, device or broken symbolic link)"
+    assert reasons == {str(d / "pipe.txt"): not_regular, str(d / "loop.txt"): not_regular,
+                       str(d / "gone.md"): not_regular,
+                       str(d / "linked"): "symbolic link to a folder (not followed)",
+                       str(tmp_path / "named.txt"): not_regular,
+                       str(tmp_path / "nowhere.md"): "no such file"}
+
+
+def test_jsonl_lines_end_at_newline_only_and_a_bom_is_dropped(tmp_path):
+    """Stop 36 finding: ``str.splitlines`` cut lines at U+2028 and U+0085, which JSON allows
+    inside a string, so valid items were refused and later line numbers were wrong; a UTF-8
+    byte-order mark made line 1 invalid JSON."""
+    import json
+
+    from rcll.cli.ingest import read_paths
+
+    f = tmp_path / "items.jsonl"
+    lines = [json.dumps({"content": "a\u2028b"}, ensure_ascii=False),
+             json.dumps({"content": "c\x85d"}, ensure_ascii=False), "not json",
+             json.dumps({"content": "last"})]
+    f.write_bytes(b"\xef\xbb\xbf" + "\r\n".join(lines).encode("utf-8") + b"\r\n")
+    plan = read_paths([str(f)])
+    assert [i["content"] for i in plan.items] == ["a\u2028b", "c\x85d", "last"]
+    assert plan.sources == [f"{f}:1", f"{f}:2", f"{f}:4"]
+    assert [s.source for s in plan.skipped] == [f"{f}:3"]
+    md = tmp_path / "bom.md"
+    md.write_bytes(b"\xef\xbb\xbf# Title\nBody.\n")
+    zw = tmp_path / "zero-width.txt"
+    zw.write_bytes("\u200b\u200b\n".encode())
+    plan = read_paths([str(md), str(zw)])
+    assert [i["content"] for i in plan.items] == ["# Title\nBody.\n"]
+    assert [(s.source, s.reason) for s in plan.skipped] == [(str(zw), "empty file")]
+
+
+def test_names_and_messages_with_markup_characters_are_printed_as_they_are(monkeypatch,
+                                                                          tmp_path, app):
+    """Stop 36 finding: ``rcll ingest`` printed skipped paths as Rich markup, so a folder
+    named ``x[`` with a file ``b].bin`` (``x[/b].bin``) raised ``MarkupError`` after the jobs ran. Every
+    data cell and message of the CLI goes through :mod:`rcll.cli.console`."""
+    import httpx
+    from click.testing import CliRunner
+
+    from rcll.cli import main as cli_main
+    from rcll.cli.console import out
+    from rcll.cli.results import recall_table
+    from rcll.client import RCLLClient
+
+    d = tmp_path / "x["
+    d.mkdir()
+    (d / "b].bin").write_bytes(b"\x00")  # printed as ".../x[/b].bin": a closing tag
+    (d / "[red].bin").write_bytes(b"\x00")
+    client = RCLLClient("http://rcll.test", transport=httpx.WSGITransport(app=app))
+    monkeypatch.setattr(cli_main, "_client", lambda: client)
+    r = CliRunner().invoke(cli_main.cli, ["ingest", str(d), "--bank", "markup-names"])
+    assert r.exception is None or isinstance(r.exception, SystemExit), r.exception
+    assert r.exit_code == 1  # something was skipped
+    shown = "".join(r.output.split())  # the console wraps long lines at spaces
+    assert f"{d}/b].bin:unsupportedfiletype" in shown
+    assert f"{d}/[red].bin:unsupportedfiletype" in shown
+    res = {"results": [{"id": "u1", "text": "a memory that says [/b] and [red]", "scores":
+                        {"final": 0.5}, "ranks": {}, "document_id": "[/i]doc"}],
+           "tiers": ["cold"], "recipe": "default", "mode": "A", "timings_ms": {"total": 3}}
+    console = out()
+    with console.capture() as cap:
+        console.print(recall_table("what is [/b]?", res))
+    shown = cap.get()
+    assert "[/b] and [red]" in shown and "what is [/b]?" in shown

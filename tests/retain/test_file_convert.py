@@ -49,6 +49,10 @@ def test_sections_carry_their_heading(name, data, expected):
     ("trunc.pptx", docs.pptx({"T": "x"})[:-200], "not a PPTX|markitdown could not convert it"),
     ("latin1.txt", "caf\xe9".encode("latin-1"), "not UTF-8 text"),
     ("empty.html", b"<html><body>  </body></html>", "no text"),
+    # stop 36 finding: zero-width characters passed .strip() and failed the job later with
+    # a raw ValidationError ("content must not be blank") instead of "no text"
+    ("zw.txt", "\u200b\u200b\n".encode(), "no text"),
+    ("zw.md", "# Title\n\u200b\n\n# Other\n\ufeff\u2060\n".encode(), "no text"),
     ("photo.png", b"\x89PNG\r\n", "unsupported file type"),
 ])
 def test_unconvertible_files_raise_the_reason(name, data, reason):
