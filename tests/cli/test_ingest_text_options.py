@@ -56,7 +56,7 @@ def test_text_suffixes_and_extensionless_files_are_read_binaries_still_refused(t
 
 def test_bad_text_suffixes_are_refused():
     assert text_suffixes([".RST", "rst", "py"]) == (".rst", ".py")
-    for bad in ("", ".", "a/b", ".pdf", "html", ".jsonl", "r st"):
+    for bad in ("", ".", "a/b", ".pdf", "html", ".jsonl", "r st", ".tar.gz", "..md", "*"):
         try:
             text_suffixes([bad])
         except ValueError:
