@@ -222,6 +222,11 @@ def run_chunk(ctx: RetainContext, job_id: str) -> dict | None:
             if n % PROGRESS_EVERY == 0:
                 with conn.transaction():  # its own transaction, not around the next items
                     jobs.progress(conn, job_id, counts)
+    if job["counts"].get("files") and raw_items:  # a file job: its pages or sections
+        try:
+            counts["file_parts_retired"] = _retire_file_parts(ctx, bank_id, job_id, raw_items)
+        except JobGone:
+            return None
     with ctx.pool.connection() as conn:
         # counts over every attempt: a redelivered job's earlier units are its own, not skips
         seen = counts["units_created"] + counts["units_skipped"]
@@ -237,6 +242,34 @@ def run_chunk(ctx: RetainContext, job_id: str) -> dict | None:
                            "request and were not stored again (forget is kept; retain the "
                            "text under another document_id to store it anew)"]
     return out
+
+
+def _retire_file_parts(ctx: RetainContext, bank_id: str, job_id: str,
+                       raw_items: list[dict]) -> int:
+    """After a file job's items: :func:`rcll.store.units.retire_file_parts` for the file
+    they came from (``metadata.file.document_id``), in one transaction under the job's lock,
+    retried on a deadlock or serialization failure; the units it invalidated leave tier 1
+    after the commit. Returns how many parts were retired. Raises :class:`JobGone`."""
+    first = RetainItem(**raw_items[0])
+    file_id = ((first.metadata or {}).get("file") or {}).get("document_id")
+    if not file_id:
+        return 0
+    with ctx.pool.connection() as conn:
+        for attempt in range(ITEM_CONFLICT_RETRIES):
+            try:
+                with conn.transaction():
+                    seq = jobs.lock_for_work(conn, job_id)
+                    if seq is None:
+                        raise JobGone(job_id)
+                    results = units.retire_file_parts(
+                        conn, bank_id, job_id, file_id,
+                        version_for(first, seq, len(raw_items)))
+                break
+            except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure):
+                if attempt == ITEM_CONFLICT_RETRIES - 1:
+                    raise
+    invalidation.units_left(ctx.hot, bank_id, [u for r in results for u in r.left])
+    return sum(1 for r in results if not r.superseded)
 
 
 def live_job(ctx: RetainContext, job_id: str) -> dict | None:

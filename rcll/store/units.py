@@ -10,14 +10,16 @@ are applied one at a time whatever the interleaving of workers and sync requests
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from psycopg import Connection
 from psycopg.types.json import Jsonb
 
-from rcll.identity import canonical_purposes
+from rcll.identity import canonical_purposes, sha256
 from rcll.store import document_events
+
+EMPTY_CONTENT_HASH = sha256("")  # a retired file part's version: no text
 
 
 @dataclass
@@ -166,6 +168,47 @@ def apply_version(conn: Connection, bank_id: str, job_id: str, version: Document
     return VersionResult(created, len(drafts) - created, False, revision, tuple(left),
                          forgotten)
 
+
+
+def retire_file_parts(conn: Connection, bank_id: str, job_id: str, file_document_id: str,
+                      template: DocumentVersion) -> list[VersionResult]:
+    """Retire the parts of a file that the file's newest version no longer has.
+
+    A file job stores one document per page or section (:mod:`rcll.files.stage`), each
+    naming the file in ``metadata.file.document_id``; a new version of the file with fewer
+    pages, or one section where there were several, leaves the old parts' ids unwritten, so
+    their units would stay live. Run inside a transaction after the job stored its items:
+    within ``template``'s lineage (audience, purposes), every part of ``file_document_id``
+    still holding live units whose version is older than the file's newest part gets an
+    empty version (:func:`apply_version` with no chunks, key ``(template.version_seq,
+    template.version_item + k)``): its units are invalidated ``document_replaced`` (history
+    kept), its metadata stays, its history records the version. Order-independent: a job
+    older than the newest retires its own parts the newest lacks, and a part a newer job
+    wrote keeps (its key is larger; :func:`apply_version` calls the empty version
+    superseded). Returns the :class:`VersionResult` of each part retired."""
+    aud, purposes = template.audience, canonical_purposes(template.purposes)
+    rows = conn.execute(
+        """SELECT d.document_id, d.version_seq, d.metadata, d.tags, d.context, d.mentioned_at,
+                  EXISTS (SELECT 1 FROM memory_units u
+                          WHERE u.document_id = d.id AND u.invalidated_reason IS NULL
+                            AND u.superseded_by_id IS NULL) AS live
+           FROM documents d
+           WHERE d.bank_id = %s AND d.metadata ? 'file'
+             AND d.metadata -> 'file' ->> 'document_id' = %s
+             AND d.audience = %s AND d.purposes = %s
+           ORDER BY d.document_id""",
+        (bank_id, file_document_id, aud, purposes)).fetchall()
+    if not rows:
+        return []
+    newest = max(r["version_seq"] for r in rows)
+    stale = [r for r in rows if r["live"] and r["version_seq"] < newest]
+    return [apply_version(conn, bank_id, job_id,
+                          replace(template, external_id=r["document_id"],
+                                  content_hash=EMPTY_CONTENT_HASH, metadata=r["metadata"],
+                                  tags=r["tags"], context=r["context"],
+                                  mentioned_at=r["mentioned_at"],
+                                  version_item=template.version_item + k), [])
+            for k, r in enumerate(stale)]
 
 def _store_chunks(conn: Connection, bank_id: str, job_id: str, doc_uuid: str, revision: int,
                   audience: str, purposes: list[str],

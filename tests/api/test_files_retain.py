@@ -259,3 +259,51 @@ def test_a_refused_enqueue_fails_the_files_job_with_503(services):
     assert err["details"]["operation_ids"] == [op_id]
     op = c.get(f"/v1/default/banks/{bank}/operations/{op_id}").get_json()
     assert op["state"] == "failed" and op["error"].startswith("enqueue failed: broker down")
+
+
+def test_a_new_version_of_a_file_retires_the_pages_and_sections_it_no_longer_has(
+        client, services, worker):
+    """Stop 36 finding: each page or section of a file is its own document
+    (``manual.pdf#p3``, ``guide.html#s2``), so a new version with fewer pages, or with one
+    section where there were three, left the old parts live and recalled. The file's newest
+    version is now its only live one; a retired part keeps its history."""
+    bank = "files-versions"
+
+    def html(sections):
+        return ("<html><body>" + "".join(f"<h1>{t}</h1><p>{body}</p>" for t, body in sections)
+                + "</body></html>").encode()
+
+    def live():
+        with services.pool.connection() as conn:
+            return sorted((r["document_id"], r["text"]) for r in conn.execute(
+                """SELECT d.document_id, u.text FROM memory_units u
+                   JOIN documents d ON d.id = u.document_id
+                   WHERE u.bank_id = %s AND u.invalidated_reason IS NULL
+                     AND u.superseded_by_id IS NULL""", (bank,)).fetchall())
+
+    sections = [("Moorings", "Boats moor at the east jetty."),
+                ("Fuel", "Diesel is sold until six in the evening."),
+                ("Radio", "Harbour control listens on channel fourteen.")]
+    ids = '{"files_metadata": [{"document_id": "three.pdf"}, {"document_id": "guide.html"}]}'
+    resp = _post(client, bank, [("three.pdf", docs.pdf(PDF_PAGES)),
+                                ("guide.html", html(sections))], ids)
+    ops = [wait_job(client, bank, op) for op in resp.get_json()["operation_ids"]]
+    assert [o["state"] for o in ops] == ["succeeded"] * 2, ops
+    assert [d for d, _ in live()] == ["guide.html#s1", "guide.html#s2", "guide.html#s3",
+                                      "three.pdf#p1", "three.pdf#p2", "three.pdf#p3"]
+    assert [o["counts"]["file_parts_retired"] for o in ops] == [0, 0]
+
+    resp = _post(client, bank, [("three.pdf", docs.pdf(PDF_PAGES[:2])),
+                                ("guide.html", html(sections[2:]))], ids)
+    ops = [wait_job(client, bank, op) for op in resp.get_json()["operation_ids"]]
+    assert [o["state"] for o in ops] == ["succeeded"] * 2, ops
+    assert [o["counts"]["file_parts_retired"] for o in ops] == [1, 3]
+    now = live()
+    assert [d for d, _ in now] == ["guide.html", "three.pdf#p1", "three.pdf#p2"]
+    assert not any("lifeboat" in t or "Diesel" in t for _, t in now)
+    with services.pool.connection() as conn:
+        gone = conn.execute(
+            """SELECT d.document_id, d.revision, u.invalidated_reason FROM memory_units u
+               JOIN documents d ON d.id = u.document_id
+               WHERE u.bank_id = %s AND d.document_id = 'three.pdf#p3'""", (bank,)).fetchall()
+    assert [(g["revision"], g["invalidated_reason"]) for g in gone] == [(2, "document_replaced")]
