@@ -54,6 +54,19 @@ class RCLLHTTPError(Exception):
         self.message = message
         self.details = details
 
+    def describe(self, limit: int = 3) -> str:
+        """``code: message`` and, for a validation answer, its first ``limit`` field errors
+        (``invalid_request: request failed validation (items.0.document_id: String should
+        have at most 512 characters)``): what a person needs to fix the input."""
+        text = f"{self.code}: {self.message}"
+        errors = self.details.get("errors") if isinstance(self.details, dict) else None
+        if isinstance(errors, list) and errors:
+            parts = [f"{e.get('loc') or 'body'}: {e.get('msg')}" for e in errors[:limit]
+                     if isinstance(e, dict)]
+            more = f"; {len(errors) - limit} more" if len(errors) > limit else ""
+            text += f" ({'; '.join(parts)}{more})"
+        return text
+
 
 def _error_from(response: httpx.Response) -> RCLLHTTPError:
     code, message, details = f"http_{response.status_code}", "", None

@@ -42,7 +42,7 @@ def _with_service(fn):
         try:
             return fn(svc, *args, **kwargs)
         except RCLLError as exc:
-            raise click.ClickException(f"{exc.code}: {exc.message}")
+            raise click.ClickException(exc.describe())
         finally:
             svc.close()
     return run

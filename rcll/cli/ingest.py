@@ -224,7 +224,7 @@ def submit(client, bank: str, plan: Plan, batch_size: int,
             if not 400 <= exc.status < 500 or exc.status == 429:
                 raise
             if len(idx) == 1:
-                skipped.append(Skipped(plan.sources[idx[0]], f"{exc.code}: {exc.message}"))
+                skipped.append(Skipped(plan.sources[idx[0]], exc.describe()))
             else:
                 for i in idx:
                     send(range(i, i + 1))
@@ -304,7 +304,7 @@ def submit_files(client, bank: str, files: list[Path], batch: int = FILE_BATCH,
             if not 400 <= exc.status < 500 or exc.status == 429:
                 raise
             if len(group) == 1:
-                skipped.append(Skipped(str(group[0][0]), f"{exc.code}: {exc.message}"))
+                skipped.append(Skipped(str(group[0][0]), exc.describe()))
             else:
                 for one in group:
                     send([one])

@@ -62,7 +62,7 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except RCLLHTTPError as exc:
-            raise click.ClickException(f"API error {exc.status} {exc.code}: {exc.message}")
+            raise click.ClickException(f"API error {exc.status} {exc.describe()}")
 
 
 @click.group(cls=_Group)

@@ -246,3 +246,28 @@ def test_names_and_messages_with_markup_characters_are_printed_as_they_are(monke
         console.print(recall_table("what is [/b]?", res))
     shown = cap.get()
     assert "[/b] and [red]" in shown and "what is [/b]?" in shown
+
+
+def test_an_item_the_server_refuses_is_skipped_with_the_field_and_the_reason(monkeypatch,
+                                                                            tmp_path, app):
+    """Stop 36 finding: a refusal showed only ``invalid_request: request failed
+    validation``; the field and the rule are in the answer's details, and the reason now
+    carries them (:meth:`rcll.client.RCLLHTTPError.describe`)."""
+    import json
+
+    from rcll.client import RCLLHTTPError
+
+    f = tmp_path / "items.jsonl"
+    f.write_text(json.dumps({"content": "kept"}) + "\n"
+                 + json.dumps({"content": "refused", "document_id": "d" * 600}) + "\n")
+    r = _run(monkeypatch, app, f, "refusal-details")
+    shown = " ".join(r.output.split())
+    assert r.exit_code == 1, shown
+    assert f"{f}:2: invalid_request: request failed validation (items.0.document_id:" in shown
+    assert "at most 512 characters" in shown
+    err = RCLLHTTPError(400, "invalid_request", "bad", {"errors": [
+        {"loc": "", "msg": "Value error, one"}, {"loc": "a", "msg": "two"},
+        {"loc": "b", "msg": "three"}, {"loc": "c", "msg": "four"}]})
+    assert err.describe() == ("invalid_request: bad (body: Value error, one; a: two; b: three;"
+                              " 1 more)")
+    assert RCLLHTTPError(503, "overloaded", "busy").describe() == "overloaded: busy"
