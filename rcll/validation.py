@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import unicodedata
 from datetime import UTC, datetime
 from typing import Any
 
@@ -67,13 +66,6 @@ def clean_text(value: str) -> str:
         raise ValueError("must not contain NUL (\\u0000) characters")
     raise ValueError(f"must not contain a lone surrogate (U+{ord(bad.group()):04X}, half of a "
                      f"UTF-16 pair) at character {bad.start()}")
-
-
-def is_blank(value: str) -> bool:
-    """True when ``value`` holds nothing visible: only white space (``str.isspace``) and
-    invisible format or control characters (Unicode categories Cf and Cc — zero-width
-    spaces and joiners, the byte-order mark, word joiners), which ``str.strip`` keeps."""
-    return all(ch.isspace() or unicodedata.category(ch) in ("Cf", "Cc") for ch in value)
 
 
 def check_strings(value: Any, path: str = "") -> None:

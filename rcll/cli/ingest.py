@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rcll.files.convert import TYPES
-from rcll.validation import MalformedJSON, is_blank, parse_json
+from rcll.text import is_blank
+from rcll.validation import MalformedJSON, parse_json
 
 TEXT_SUFFIXES = (".txt", ".md", ".markdown")
 DOCUMENT_SUFFIXES = tuple(s for s in TYPES if s not in (*TEXT_SUFFIXES, ".text"))

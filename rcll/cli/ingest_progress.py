@@ -80,7 +80,8 @@ def summary(final: list[dict], n_item_ops: int, n_items: int, n_files: int,
     """The closing line: items taken, units created, units already stored (chunks of a
     document version already live: a re-ingest of unchanged files), document files
     converted, and files/s and units/s over ``elapsed_s`` (the whole ingest, reading to the
-    last job's end). ``final``: the operations, item operations first (``n_item_ops``)."""
+    last job's end); then, on a line of its own, the items that made no units (the jobs'
+    ``without_units``). ``final``: the operations, item operations first (``n_item_ops``)."""
     counts = [o.get("counts") or {} for o in final]
     created = sum(int(c.get("units_created") or 0) for c in counts)
     stored = sum(int(c.get("units_skipped") or 0) for c in counts)
@@ -92,4 +93,10 @@ def summary(final: list[dict], n_item_ops: int, n_items: int, n_files: int,
             line += f", {n_files / elapsed_s:.2f} files/s"
     if elapsed_s > 0:
         line += f"; {created / elapsed_s:.1f} units/s over {elapsed_s:.1f} s"
+    empty = [d for c in counts for d in c.get("without_units") or []]
+    n_empty = sum(int(c.get("items_without_units") or 0) for c in counts)
+    if n_empty:
+        line += (f"\n{n_empty} item(s) made no units (only markup, navigation or boilerplate;"
+                 f" an earlier version of the same document is no longer live): "
+                 + ", ".join(empty[:10]) + (f" and {n_empty - 10} more" if n_empty > 10 else ""))
     return line

@@ -289,8 +289,8 @@ def ingest(paths: tuple[str, ...], bank: str, batch_size: int, text_suffix: tupl
     bad = [o for o in final if o["state"] != "succeeded"]
     skipped = plan.skipped + refused + file_refused
     taken = len(plan.items) - len(refused)
-    console.print(summary(final, len(ops), taken, len(plan.files),
-                          time.monotonic() - started))
+    console.print(plain(summary(final, len(ops), taken, len(plan.files),
+                                time.monotonic() - started)))
     for o in bad:
         console.print(f"[red]operation {o['id']} {o['state']}: {plain(o.get('error'))}")
     if skipped:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from pydantic import ConfigDict, Field, field_validator
 
-from rcll.validation import TextModel, clean_text, is_blank
+from rcll.text import is_blank
+from rcll.validation import TextModel, clean_text
 
 MAX_NAME = 256
 MAX_CONTENT = 20_000

@@ -28,7 +28,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import PurePath
 
-from rcll.validation import is_blank
+from rcll.text import is_blank
 
 # suffix -> MIME type of every file type RCLL converts
 TYPES: dict[str, str] = {
@@ -320,7 +320,7 @@ def _markitdown(data: bytes, name: str, suffix: str) -> str:
 def split_markdown(markdown: str, slides: bool = False) -> list[Section]:
     """Markdown cut before each heading of level 1-2 (or each slide marker when ``slides``);
     each piece keeps its heading as ``section`` (``"slide N: title"`` for slides). Pieces with
-    no visible text besides their heading (:func:`rcll.validation.is_blank`: white space and
+    no visible text besides their heading (:func:`rcll.text.is_blank`: white space and
     zero-width characters count as none) are dropped. Raises nothing."""
     marks = []
     if slides:

@@ -40,7 +40,8 @@ from rcll.search.models import MAX_QUERY_CHARS, RecallQuery
 from rcll.store import audit, banks
 from rcll.store import tunnels as repo
 from rcll.store.memories import UnitNotFound, parse_unit_id
-from rcll.validation import TextModel, clean_text, is_blank
+from rcll.text import is_blank
+from rcll.validation import TextModel, clean_text
 
 DEFAULT_RELATIONSHIP = "related"
 MAX_RELATIONSHIP_CHARS = 64

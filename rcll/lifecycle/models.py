@@ -11,7 +11,8 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, TypeAdapter, field_validator, model_validator
 
 from rcll.hierarchy import Hall, Room
-from rcll.validation import TextModel, clean_text, is_blank, json_value, utc_in_range
+from rcll.text import is_blank
+from rcll.validation import TextModel, clean_text, json_value, utc_in_range
 
 Kind = Literal["fact", "note", "decision", "preference", "event", "summary"]
 _DATETIME = TypeAdapter(datetime)

@@ -8,7 +8,8 @@ from typing import Any
 from pydantic import ConfigDict, Field, field_validator
 
 from rcll.hierarchy import Hall, Room
-from rcll.validation import TextModel, clean_text, is_blank, json_value, utc_in_range
+from rcll.text import is_blank
+from rcll.validation import TextModel, clean_text, json_value, utc_in_range
 
 
 class RetainItem(TextModel):

@@ -198,12 +198,18 @@ def run_chunk(ctx: RetainContext, job_id: str) -> dict | None:
     counts = {"items": len(raw_items), "items_done": 0, "units_created": 0, "units_skipped": 0,
               "items_failed": 0, "items_superseded": 0, "units_forgotten": 0}
     errors: list[str] = []
+    # items whose text made no unit: only markup, navigation or boilerplate (an earlier
+    # version of the same document is then no longer live)
+    empty: list[str] = []
     # one connection for the items (a pooled checkout costs a check round trip each), one
     # transaction per item; the progress update commits synchronously (relaxed_commit)
     with ctx.pool.connection() as conn:
         for n, raw in enumerate(raw_items, 1):
             try:
-                res = _store_with_retry(ctx, bank_id, job_id, RetainItem(**raw), n - 1, conn)
+                item = RetainItem(**raw)
+                res = _store_with_retry(ctx, bank_id, job_id, item, n - 1, conn)
+                if not res.superseded and res.created + res.skipped == 0:
+                    empty.append(item.document_id or f"item {n - 1}")
                 counts["units_created"] += res.created
                 counts["units_skipped"] += res.skipped
                 counts["items_superseded"] += res.superseded
@@ -236,11 +242,16 @@ def run_chunk(ctx: RetainContext, job_id: str) -> dict | None:
             jobs.finish(conn, job_id, "failed", counts, "; ".join(errors[:20]))
             return None
     out = {**counts, "errors": errors[:20]}
-    if counts["units_forgotten"]:  # not a silent empty success (spec §1.7): the job says why
-        out["warnings"] = [*job["counts"].get("warnings", []),
-                           f"{counts['units_forgotten']} chunk(s) match units forgotten on "
-                           "request and were not stored again (forget is kept; retain the "
-                           "text under another document_id to store it anew)"]
+    warnings = []  # not a silent empty success (spec §1.7): the job says why
+    if counts["units_forgotten"]:
+        warnings.append(f"{counts['units_forgotten']} chunk(s) match units forgotten on "
+                        "request and were not stored again (forget is kept; retain the "
+                        "text under another document_id to store it anew)")
+    if empty:  # said, not a warning: the job did what it was asked (the CLI shows them)
+        out["items_without_units"] = len(empty)
+        out["without_units"] = empty[:20]
+    if warnings:
+        out["warnings"] = [*job["counts"].get("warnings", []), *warnings]
     return out
 
 

@@ -9,7 +9,8 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from rcll.hierarchy import Hall, Room
 from rcll.search.recipes import RECIPES
-from rcll.validation import TextModel, clean_text, is_blank, utc_in_range
+from rcll.text import is_blank
+from rcll.validation import TextModel, clean_text, utc_in_range
 
 MAX_QUERY_CHARS = 2_000
 MAX_TOKENS_CAP = 1_000_000

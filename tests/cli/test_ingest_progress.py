@@ -61,3 +61,15 @@ def test_summary_counts_stored_units_and_rates_over_the_real_elapsed_time():
     line = summary(final, n_item_ops=1, n_items=23, n_files=2, elapsed_s=200.0)
     assert line == ("23 items → 1224 new units, 0 already stored; 2 document files, "
                     "1 converted, 0.01 files/s; 6.1 units/s over 200.0 s")
+
+
+def test_summary_names_the_items_that_made_no_units():
+    """Stop 36 finding: a markup-only file ended its job with 0 units and the summary said
+    nothing, though a changed file that turned markup-only also lost its earlier units."""
+    final = [{"state": "succeeded", "counts": {"units_created": 3, "units_skipped": 0,
+                                               "items_without_units": 2,
+                                               "without_units": ["nav.md", "seps.md"]}}]
+    line = summary(final, n_item_ops=1, n_items=5, n_files=0, elapsed_s=0)
+    assert line == ("5 items → 3 new units, 0 already stored\n2 item(s) made no units (only "
+                    "markup, navigation or boilerplate; an earlier version of the same "
+                    "document is no longer live): nav.md, seps.md")

@@ -93,3 +93,20 @@ def test_a_chunk_split_out_of_a_long_navigation_line_is_not_a_unit(services):
     assert drafts, "the words must stay"
     assert all(any(ch.isalnum() for ch in d.text) for d in drafts)
     assert "Intro" in drafts[0].text and "Outro" in drafts[-1].text
+
+
+def test_a_job_names_the_items_that_made_no_units(client, worker):
+    """Stop 36 finding: an item of markup only ended its job ``succeeded`` with 0 units and
+    nothing said so; the job's counts now name it (``items_without_units``,
+    ``without_units``), and the job still succeeds: it did what it was asked."""
+    from tests.conftest import wait_job
+
+    bank = "markup-only-items"
+    items = [{"content": "| --- | --- |\n|  |  |\n", "document_id": "seps.md"},
+             {"content": "The ferry leaves pier nine at 22:40.", "document_id": "ferry.md"}]
+    op = client.post(f"/v1/default/banks/{bank}/memories", json={"items": items}).get_json()
+    job = wait_job(client, bank, op["operation_id"])
+    assert job["state"] == "succeeded", job
+    assert job["counts"]["units_created"] == 1
+    assert job["counts"]["items_without_units"] == 1
+    assert job["counts"]["without_units"] == ["seps.md"]
