@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import psycopg
 from psycopg_pool import ConnectionPool
@@ -27,6 +29,8 @@ from rcll.retain.models import RetainItem
 from rcll.search.recipes import CHUNK_CONTEXT
 from rcll.store import embeddings, jobs, units
 from rcll.store.units import UnitDraft
+
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 PROGRESS_EVERY = 50
@@ -167,16 +171,22 @@ def store_item(ctx: RetainContext, bank_id: str, job_id: str, item: RetainItem,
     return result
 
 
-def _store_with_retry(ctx: RetainContext, bank_id: str, job_id: str, item: RetainItem,
-                      index: int, conn: psycopg.Connection | None = None) -> units.VersionResult:
-    """:func:`store_item`, retried in place on a deadlock or serialization failure."""
+def _retry_conflicts(fn: Callable[[], T]) -> T:
+    """``fn()``, run again in place on a deadlock or serialization failure (at most
+    :data:`ITEM_CONFLICT_RETRIES` runs; the last one's error propagates)."""
     for attempt in range(ITEM_CONFLICT_RETRIES):
         try:
-            return store_item(ctx, bank_id, job_id, item, index, conn)
+            return fn()
         except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure):
             if attempt == ITEM_CONFLICT_RETRIES - 1:
                 raise
     raise AssertionError("unreachable")
+
+
+def _store_with_retry(ctx: RetainContext, bank_id: str, job_id: str, item: RetainItem,
+                      index: int, conn: psycopg.Connection | None = None) -> units.VersionResult:
+    """:func:`store_item`, retried in place on a deadlock or serialization failure."""
+    return _retry_conflicts(lambda: store_item(ctx, bank_id, job_id, item, index, conn))
 
 
 def run_chunk(ctx: RetainContext, job_id: str) -> dict | None:
@@ -242,16 +252,14 @@ def run_chunk(ctx: RetainContext, job_id: str) -> dict | None:
             jobs.finish(conn, job_id, "failed", counts, "; ".join(errors[:20]))
             return None
     out = {**counts, "errors": errors[:20]}
-    warnings = []  # not a silent empty success (spec §1.7): the job says why
-    if counts["units_forgotten"]:
-        warnings.append(f"{counts['units_forgotten']} chunk(s) match units forgotten on "
-                        "request and were not stored again (forget is kept; retain the "
-                        "text under another document_id to store it anew)")
+    if counts["units_forgotten"]:  # not a silent empty success (spec §1.7): the job says why
+        out["warnings"] = [*job["counts"].get("warnings", []),
+                           f"{counts['units_forgotten']} chunk(s) match units forgotten on "
+                           "request and were not stored again (forget is kept; retain the "
+                           "text under another document_id to store it anew)"]
     if empty:  # said, not a warning: the job did what it was asked (the CLI shows them)
         out["items_without_units"] = len(empty)
         out["without_units"] = empty[:20]
-    if warnings:
-        out["warnings"] = [*job["counts"].get("warnings", []), *warnings]
     return out
 
 
@@ -265,20 +273,16 @@ def _retire_file_parts(ctx: RetainContext, bank_id: str, job_id: str,
     file_id = ((first.metadata or {}).get("file") or {}).get("document_id")
     if not file_id:
         return 0
-    with ctx.pool.connection() as conn:
-        for attempt in range(ITEM_CONFLICT_RETRIES):
-            try:
-                with conn.transaction():
-                    seq = jobs.lock_for_work(conn, job_id)
-                    if seq is None:
-                        raise JobGone(job_id)
-                    results = units.retire_file_parts(
-                        conn, bank_id, job_id, file_id,
-                        version_for(first, seq, len(raw_items)))
-                break
-            except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure):
-                if attempt == ITEM_CONFLICT_RETRIES - 1:
-                    raise
+
+    def retire() -> list[units.VersionResult]:
+        with ctx.pool.connection() as conn, conn.transaction():
+            seq = jobs.lock_for_work(conn, job_id)
+            if seq is None:
+                raise JobGone(job_id)
+            return units.retire_file_parts(conn, bank_id, job_id, file_id,
+                                           version_for(first, seq, len(raw_items)))
+
+    results = _retry_conflicts(retire)
     invalidation.units_left(ctx.hot, bank_id, [u for r in results for u in r.left])
     return sum(1 for r in results if not r.superseded)
 
