@@ -68,11 +68,13 @@ def _read_text(f: Path) -> str:
 
 
 def path_text(p: Path | str) -> str:
-    """``p`` as text the server stores (document ids, ``metadata.path``, upload names): a
-    name that is not UTF-8 on disk (Python spells its bytes as lone surrogates, which
-    PostgreSQL refuses) keeps its other characters, each undecodable byte written as
-    ``\\xNN`` — so two names that differ only in such bytes stay two documents."""
-    return os.fsencode(p).decode("utf-8", "backslashreplace")
+    """``p`` as text the server stores and the CLI prints (document ids, ``metadata.path``,
+    upload names, skipped paths): a name that is not UTF-8 on disk (Python spells its bytes
+    as lone surrogates, which PostgreSQL refuses) keeps its other characters, each
+    undecodable byte written as ``\\xNN``, and a backslash in the name is doubled, so no
+    two names on disk share a spelling (``n<0xFE>.md`` is ``n\\xfe.md``, a file literally
+    named ``n\\xfe.md`` is ``n\\\\xfe.md``)."""
+    return os.fsencode(p).replace(b"\\", b"\\\\").decode("utf-8", "backslashreplace")
 
 
 def text_suffixes(values: tuple[str, ...] | list[str]) -> tuple[str, ...]:
@@ -120,7 +122,7 @@ def read_paths(paths: tuple[str, ...] | list[str], extra_text: tuple[str, ...] =
                     continue
                 if f.is_dir():
                     if f.is_symlink():
-                        plan.skipped.append(Skipped(str(f), "symbolic link to a folder "
+                        plan.skipped.append(Skipped(path_text(f), "symbolic link to a folder "
                                                             "(not followed)"))
                     continue
                 files.append(f)
@@ -128,7 +130,7 @@ def read_paths(paths: tuple[str, ...] | list[str], extra_text: tuple[str, ...] =
             files = [p]
         for f in files:
             if not f.is_file():  # never opened: reading a FIFO would block
-                plan.skipped.append(Skipped(str(f), "no such file" if not f.exists()
+                plan.skipped.append(Skipped(path_text(f), "no such file" if not f.exists()
                                             and not f.is_symlink() else
                                             "not a regular file (a FIFO, socket, device or "
                                             "broken symbolic link)"))
@@ -143,7 +145,7 @@ def read_paths(paths: tuple[str, ...] | list[str], extra_text: tuple[str, ...] =
                 continue
             as_text = suffix in extra_text or (extensionless and not suffix)
             if suffix not in (*TEXT_SUFFIXES, ".jsonl") and not as_text:
-                plan.skipped.append(Skipped(str(f), "unsupported file type (.txt, .md, "
+                plan.skipped.append(Skipped(path_text(f), "unsupported file type (.txt, .md, "
                                                     ".markdown, .jsonl, "
                                                     f"{', '.join(DOCUMENT_SUFFIXES)}; "
                                                     "--text-suffix SUFFIX or "
@@ -153,16 +155,16 @@ def read_paths(paths: tuple[str, ...] | list[str], extra_text: tuple[str, ...] =
             try:
                 text = _read_text(f)
             except (OSError, ValueError) as exc:
-                plan.skipped.append(Skipped(str(f), str(exc) or type(exc).__name__))
+                plan.skipped.append(Skipped(path_text(f), str(exc) or type(exc).__name__))
                 continue
             if suffix == ".jsonl":
                 _read_jsonl(f, text, plan)
             elif is_blank(text):
-                plan.skipped.append(Skipped(str(f), "empty file"))
+                plan.skipped.append(Skipped(path_text(f), "empty file"))
             else:
                 plan.items.append({"content": text, "document_id": path_text(f),
                                    "metadata": {"path": path_text(f)}})
-                plan.sources.append(str(f))
+                plan.sources.append(path_text(f))
     return plan
 
 
@@ -175,13 +177,13 @@ def _read_jsonl(f: Path, text: str, plan: Plan) -> None:
         try:
             item = parse_json(line)
         except MalformedJSON as exc:
-            plan.skipped.append(Skipped(f"{f}:{n}", f"invalid JSON: {exc}"))
+            plan.skipped.append(Skipped(f"{path_text(f)}:{n}", f"invalid JSON: {exc}"))
             continue
         if not isinstance(item, dict):
-            plan.skipped.append(Skipped(f"{f}:{n}", "not a JSON object (an item)"))
+            plan.skipped.append(Skipped(f"{path_text(f)}:{n}", "not a JSON object (an item)"))
             continue
         plan.items.append(item)
-        plan.sources.append(f"{f}:{n}")
+        plan.sources.append(f"{path_text(f)}:{n}")
 
 
 def content_bytes(item: dict) -> int:
@@ -319,10 +321,10 @@ def submit_files(client, bank: str, files: list[Path], batch: int = FILE_BATCH,
         try:
             data = f.read_bytes()
         except OSError as exc:
-            skipped.append(Skipped(str(f), str(exc) or type(exc).__name__))
+            skipped.append(Skipped(path_text(f), str(exc) or type(exc).__name__))
             continue
         if not data:
-            skipped.append(Skipped(str(f), "empty file"))
+            skipped.append(Skipped(path_text(f), "empty file"))
             continue
         if group and (len(group) >= batch or size + len(data) > max_bytes):
             send(group)

@@ -220,7 +220,7 @@ def _wait_units(client, bank: str, bar, ops: list[str], file_ops: list[str], pla
 
 
 @cli.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
 @click.option("--bank", required=True, help="Bank to retain into (created on first use).")
 @click.option("--batch-size", default=100, show_default=True)
 @click.option("--text-suffix", "text_suffix", multiple=True, metavar="SUFFIX",

@@ -269,17 +269,19 @@ def _retire_file_parts(ctx: RetainContext, bank_id: str, job_id: str,
     they came from (``metadata.file.document_id``), in one transaction under the job's lock,
     retried on a deadlock or serialization failure; the units it invalidated leave tier 1
     after the commit. Returns how many parts were retired. Raises :class:`JobGone`."""
-    first = RetainItem(**raw_items[0])
+    items = [RetainItem(**r) for r in raw_items]
+    first = items[0]
     file_id = ((first.metadata or {}).get("file") or {}).get("document_id")
     if not file_id:
         return 0
+    produced = [i.document_id for i in items if i.document_id]
 
     def retire() -> list[units.VersionResult]:
         with ctx.pool.connection() as conn, conn.transaction():
             seq = jobs.lock_for_work(conn, job_id)
             if seq is None:
                 raise JobGone(job_id)
-            return units.retire_file_parts(conn, bank_id, job_id, file_id,
+            return units.retire_file_parts(conn, bank_id, job_id, file_id, produced,
                                            version_for(first, seq, len(raw_items)))
 
     results = _retry_conflicts(retire)

@@ -171,44 +171,55 @@ def apply_version(conn: Connection, bank_id: str, job_id: str, version: Document
 
 
 def retire_file_parts(conn: Connection, bank_id: str, job_id: str, file_document_id: str,
-                      template: DocumentVersion) -> list[VersionResult]:
-    """Retire the parts of a file that the file's newest version no longer has.
+                      produced: list[str], template: DocumentVersion) -> list[VersionResult]:
+    """Retire the parts of a file that a new version of it no longer has.
 
-    A file job stores one document per page or section (:mod:`rcll.files.stage`), each
-    naming the file in ``metadata.file.document_id``; a new version of the file with fewer
-    pages, or one section where there were several, leaves the old parts' ids unwritten, so
-    their units would stay live. Run inside a transaction after the job stored its items:
-    within ``template``'s lineage (audience, purposes), every part of ``file_document_id``
-    still holding live units whose version is older than the file's newest part gets an
-    empty version (:func:`apply_version` with no chunks, key ``(template.version_seq,
-    template.version_item + k)``): its units are invalidated ``document_replaced`` (history
-    kept), its metadata stays, its history records the version. Order-independent: a job
-    older than the newest retires its own parts the newest lacks, and a part a newer job
-    wrote keeps (its key is larger; :func:`apply_version` calls the empty version
-    superseded). Returns the :class:`VersionResult` of each part retired."""
+    A file job stores one document per page or section (:mod:`rcll.files.stage`):
+    ``<file id>#p<n>``, ``<file id>#s<n>``, or the bare file id for one section, each naming
+    the file in ``metadata.file.document_id``. A new version with fewer pages, or with one
+    section where there were several, leaves the old parts' ids unwritten, so their units
+    would stay live. Run inside a transaction after the job stored its items
+    (``produced``: their document ids). Within ``template``'s lineage (audience, purposes),
+    a part is retired when all of these hold: its id is one of the file's part ids and its
+    metadata names the file (a document that only claims the file in its metadata is not a
+    part); it still holds live units; this job did not write it; and its version is older
+    than this job (``version_seq < template.version_seq``). A part written by anything
+    newer (a newer upload, a reprocess) is never touched, even while that job is half done
+    or after it was cancelled. Each part retired gets an empty version (:func:`apply_version`
+    with no chunks, key ``(template.version_seq, template.version_item + k)``): its units
+    are invalidated ``document_replaced`` (history kept), its metadata stays, its history
+    records the version.
+
+    Left as it is: an older upload whose job ends after a newer one's keeps the pages the
+    newer version lacks (each job retires only what is older than itself). Returns the
+    :class:`VersionResult` of each part retired."""
     aud, purposes = template.audience, canonical_purposes(template.purposes)
     rows = conn.execute(
-        """SELECT d.document_id, d.version_seq, d.metadata, d.tags, d.context, d.mentioned_at,
-                  EXISTS (SELECT 1 FROM memory_units u
-                          WHERE u.document_id = d.id AND u.invalidated_reason IS NULL
-                            AND u.superseded_by_id IS NULL) AS live
+        """SELECT d.document_id, d.metadata, d.tags, d.context, d.mentioned_at
            FROM documents d
-           WHERE d.bank_id = %s AND d.metadata ? 'file'
-             AND d.metadata -> 'file' ->> 'document_id' = %s
-             AND d.audience = %s AND d.purposes = %s
+           WHERE d.bank_id = %(bank)s AND d.metadata ? 'file'
+             AND d.metadata -> 'file' ->> 'document_id' = %(file)s
+             AND d.audience = %(aud)s AND d.purposes = %(purposes)s
+             AND (d.document_id = %(file)s
+                  OR (left(d.document_id, length(%(file)s) + 2) IN
+                        (%(file)s || '#p', %(file)s || '#s')
+                      AND substr(d.document_id, length(%(file)s) + 3) ~ '^[0-9]+$'))
+             AND d.version_seq < %(seq)s
+             AND NOT (d.document_id = ANY(%(produced)s))
+             AND EXISTS (SELECT 1 FROM memory_units u
+                         WHERE u.document_id = d.id AND u.invalidated_reason IS NULL
+                           AND u.superseded_by_id IS NULL)
            ORDER BY d.document_id""",
-        (bank_id, file_document_id, aud, purposes)).fetchall()
-    if not rows:
-        return []
-    newest = max(r["version_seq"] for r in rows)
-    stale = [r for r in rows if r["live"] and r["version_seq"] < newest]
+        {"bank": bank_id, "file": file_document_id, "aud": aud, "purposes": purposes,
+         "seq": template.version_seq, "produced": produced}).fetchall()
     return [apply_version(conn, bank_id, job_id,
                           replace(template, external_id=r["document_id"],
                                   content_hash=EMPTY_CONTENT_HASH, metadata=r["metadata"],
                                   tags=r["tags"], context=r["context"],
                                   mentioned_at=r["mentioned_at"],
                                   version_item=template.version_item + k), [])
-            for k, r in enumerate(stale)]
+            for k, r in enumerate(rows)]
+
 
 def _store_chunks(conn: Connection, bank_id: str, job_id: str, doc_uuid: str, revision: int,
                   audience: str, purposes: list[str],

@@ -307,3 +307,50 @@ def test_a_new_version_of_a_file_retires_the_pages_and_sections_it_no_longer_has
                JOIN documents d ON d.id = u.document_id
                WHERE u.bank_id = %s AND d.document_id = 'three.pdf#p3'""", (bank,)).fetchall()
     assert [(g["revision"], g["invalidated_reason"]) for g in gone] == [(2, "document_replaced")]
+
+
+def test_retiring_parts_touches_only_older_parts_of_the_file_never_a_newer_write(
+        client, services, worker):
+    """Stop 36, second test agent: the first rule took the file's newest version as the
+    largest version of any document naming the file, so a newer half-done upload, a
+    reprocess of one page, or a plain memo claiming the file in its metadata made an
+    upload retire its own fresh pages (149 of 150 in one run). A job now retires only
+    parts older than itself, among the file's part ids, that it did not write."""
+    from rcll.store import units
+
+    bank = "files-retire-rule"
+    part = lambda doc, text: {"content": text, "document_id": doc,  # noqa: E731
+                              "metadata": {"file": {"document_id": "F.pdf"}}}
+
+    def retain(items):
+        op = client.post(f"/v1/default/banks/{bank}/memories", json={"items": items}).get_json()
+        job = wait_job(client, bank, op["operation_id"])
+        assert job["state"] == "succeeded", job
+        with services.pool.connection() as conn:
+            return job["id"], conn.execute("SELECT seq FROM jobs WHERE id = %s",
+                                           (job["id"],)).fetchone()["seq"]
+
+    retain([part("F.pdf#p1", "Page one, first version: the crane lifts forty tonnes."),
+            part("F.pdf#p2", "Page two, first version: the ferry leaves at 22:40."),
+            part("F.pdf#p3", "Page three, first version: lifeboat drills on Tuesdays."),
+            part("memo-1", "A memo that names the file in its metadata."),
+            part("F.pdf#pX", "Not a part id: no page number.")])
+    job_b, seq_b = retain([{"content": "An unrelated note about mooring fees."}])
+    retain([part("F.pdf#p1", "Page one, rewritten later by a newer job.")])
+    template = units.DocumentVersion(
+        external_id="F.pdf", content_hash="", audience="bank",
+        purposes=("assist", "operate", "audit", "personal"), metadata={}, tags=[],
+        context=None, mentioned_at=None, version_seq=seq_b, version_item=10)
+    with services.pool.connection() as conn, conn.transaction():
+        retired = units.retire_file_parts(conn, bank, job_b, "F.pdf", ["F.pdf#p2"], template)
+    assert [r.superseded for r in retired] == [False] and len(retired[0].left) == 1
+    with services.pool.connection() as conn:
+        live = sorted((r["document_id"], r["text"]) for r in conn.execute(
+            """SELECT d.document_id, u.text FROM memory_units u
+               JOIN documents d ON d.id = u.document_id
+               WHERE u.bank_id = %s AND u.invalidated_reason IS NULL
+                 AND u.superseded_by_id IS NULL AND d.document_id <> ''""", (bank,)))
+    docs_live = [d for d, _ in live]
+    assert "F.pdf#p3" not in docs_live  # older, a part id, not written by job B: retired
+    assert ("F.pdf#p1", "Page one, rewritten later by a newer job.") in live  # newer: kept
+    assert {"F.pdf#p2", "memo-1", "F.pdf#pX"} <= set(docs_live)

@@ -135,8 +135,9 @@ def test_a_jsonl_line_nested_too_deeply_is_skipped_and_the_rest_read(tmp_path):
 def test_a_file_whose_name_is_not_utf8_gets_a_document_id_the_server_stores(tmp_path):
     """A file named in Latin-1 on disk: its path held a lone surrogate (Python's spelling of
     the byte), which every retain refuses; its id now keeps the name with the byte written
-    as ``\\xe9``. Stop 36 finding: with U+FFFD for every such byte, two files whose names
-    differ only there got one document id, and the second replaced the first."""
+    as ``\\xe9``. Stop 36 findings: with U+FFFD for every such byte, two files whose names
+    differ only there got one document id, and the second replaced the first; and a name
+    with a literal ``\\xfe`` matched the escaped byte until backslashes were doubled."""
     import os
 
     from rcll.cli.ingest import read_paths
@@ -146,7 +147,8 @@ def test_a_file_whose_name_is_not_utf8_gets_a_document_id_the_server_stores(tmp_
     with open(raw, "wb") as fh:
         fh.write(b"# Menu\nCoffee is served until eleven.\n")
     for name, text in ((b"/n\xffx.md", b"first file: walruses\n"),
-                       (b"/n\xfex.md", b"second file: narwhals\n")):
+                       (b"/n\xfex.md", b"second file: narwhals\n"),
+                       (b"/n\\xfex.md", b"third file, a backslash in its name: seals\n")):
         with open(os.fsencode(tmp_path) + name, "wb") as fh:
             fh.write(text)
     plan = read_paths([str(tmp_path)])
@@ -154,6 +156,8 @@ def test_a_file_whose_name_is_not_utf8_gets_a_document_id_the_server_stores(tmp_
     assert ids["# Menu\nCoffee is served until eleven.\n"] == f"{tmp_path}/caf\\xe9 notes.md"
     assert ids["first file: walruses\n"] == f"{tmp_path}/n\\xffx.md"
     assert ids["second file: narwhals\n"] == f"{tmp_path}/n\\xfex.md"
+    # a literal backslash is doubled: the name spelled like an escaped byte stays its own
+    assert ids["third file, a backslash in its name: seals\n"] == f"{tmp_path}/n\\\\xfex.md"
     for item in plan.items:
         assert item["metadata"] == {"path": item["document_id"]}
         RetainItem.model_validate(item)  # no lone surrogate left: storable
@@ -232,12 +236,15 @@ def test_names_and_messages_with_markup_characters_are_printed_as_they_are(monke
     (d / "[red].bin").write_bytes(b"\x00")
     client = RCLLClient("http://rcll.test", transport=httpx.WSGITransport(app=app))
     monkeypatch.setattr(cli_main, "_client", lambda: client)
-    r = CliRunner().invoke(cli_main.cli, ["ingest", str(d), "--bank", "markup-names"])
+    (d / "loop.md").symlink_to(d / "loop.md")  # named on the command line: skipped, not fatal
+    r = CliRunner().invoke(cli_main.cli, ["ingest", str(d), str(d / "loop.md"),
+                                          "--bank", "markup-names"])
     assert r.exception is None or isinstance(r.exception, SystemExit), r.exception
     assert r.exit_code == 1  # something was skipped
     shown = "".join(r.output.split())  # the console wraps long lines at spaces
     assert f"{d}/b].bin:unsupportedfiletype" in shown
     assert f"{d}/[red].bin:unsupportedfiletype" in shown
+    assert f"{d}/loop.md:notaregularfile" in shown
     res = {"results": [{"id": "u1", "text": "a memory that says [/b] and [red]", "scores":
                         {"final": 0.5}, "ranks": {}, "document_id": "[/i]doc"}],
            "tiers": ["cold"], "recipe": "default", "mode": "A", "timings_ms": {"total": 3}}
