@@ -122,8 +122,8 @@ def read_paths(paths: tuple[str, ...] | list[str], extra_text: tuple[str, ...] =
                     continue
                 if f.is_dir():
                     if f.is_symlink():
-                        plan.skipped.append(Skipped(path_text(f), "symbolic link to a folder "
-                                                            "(not followed)"))
+                        plan.skipped.append(Skipped(
+                            path_text(f), "symbolic link to a folder (not followed)"))
                     continue
                 files.append(f)
         else:
@@ -146,11 +146,11 @@ def read_paths(paths: tuple[str, ...] | list[str], extra_text: tuple[str, ...] =
             as_text = suffix in extra_text or (extensionless and not suffix)
             if suffix not in (*TEXT_SUFFIXES, ".jsonl") and not as_text:
                 plan.skipped.append(Skipped(path_text(f), "unsupported file type (.txt, .md, "
-                                                    ".markdown, .jsonl, "
-                                                    f"{', '.join(DOCUMENT_SUFFIXES)}; "
-                                                    "--text-suffix SUFFIX or "
-                                                    "--extensionless-as-text take others "
-                                                    "as text)"))
+                                            ".markdown, .jsonl, "
+                                            f"{', '.join(DOCUMENT_SUFFIXES)}; "
+                                            "--text-suffix SUFFIX or "
+                                            "--extensionless-as-text take others "
+                                            "as text)"))
                 continue
             try:
                 text = _read_text(f)
