@@ -42,7 +42,7 @@ def _with_service(fn):
         try:
             return fn(svc, *args, **kwargs)
         except RCLLError as exc:
-            raise click.ClickException(exc.describe())
+            raise click.ClickException(f"{exc.code}: {exc.message}")
         finally:
             svc.close()
     return run

@@ -307,7 +307,7 @@ def submit_files(client, bank: str, files: list[Path], batch: int = FILE_BATCH,
             if not 400 <= exc.status < 500 or exc.status == 429:
                 raise
             if len(group) == 1:
-                skipped.append(Skipped(str(group[0][0]), exc.describe()))
+                skipped.append(Skipped(path_text(group[0][0]), exc.describe()))
             else:
                 for one in group:
                     send([one])
