@@ -24,7 +24,7 @@ import logging
 from rcll.files import convert, sandbox
 from rcll.retain.models import RetainItem
 from rcll.retain.pipeline import RetainContext
-from rcll.store import jobs
+from rcll.store import jobs, units
 
 log = logging.getLogger(__name__)
 STAGE = "convert"  # a file job's stage until its file is converted
@@ -44,10 +44,11 @@ def items_for(entry: dict, sections: list[convert.Section]) -> list[dict]:
     for i, s in enumerate(sections, 1):
         if s.page is not None:
             where = {"page": s.page, "pages": s.pages}
-            doc_id = f"{base_id}#p{s.page}"
+            doc_id = units.file_part_id(base_id, units.PAGE, s.page)
         else:
             where = {"section": s.section, "section_index": i, "sections": len(sections)}
-            doc_id = base_id if len(sections) == 1 else f"{base_id}#s{i}"
+            doc_id = base_id if len(sections) == 1 else units.file_part_id(base_id,
+                                                                             units.SECTION, i)
         meta = {**(entry.get("metadata") or {}), "file": {**prov, **where}}
         item = RetainItem(content=s.text, document_id=doc_id, context=entry.get("context"),
                           metadata=meta, tags=entry.get("tags") or [],

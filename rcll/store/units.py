@@ -20,6 +20,20 @@ from rcll.identity import canonical_purposes, sha256
 from rcll.store import document_events
 
 EMPTY_CONTENT_HASH = sha256("")  # a retired file part's version: no text
+PAGE, SECTION = "p", "s"  # the kinds of a file's part (rcll.files.stage)
+
+
+def file_part_id(file_document_id: str, kind: str, n: int) -> str:
+    """The document id of part ``n`` (1-based) of a file: ``<file id>#p<page>`` for a PDF
+    page (``kind`` :data:`PAGE`), ``<file id>#s<index>`` for a section (:data:`SECTION`);
+    what :func:`retire_file_parts` recognises as the file's parts."""
+    return f"{_part_prefix(file_document_id, kind)}{n}"
+
+
+def _part_prefix(file_document_id: str, kind: str) -> str:
+    """What a part id of ``kind`` starts with (one character of kind: both have one
+    length)."""
+    return f"{file_document_id}#{kind}"
 
 
 @dataclass
@@ -201,9 +215,8 @@ def retire_file_parts(conn: Connection, bank_id: str, job_id: str, file_document
              AND d.metadata -> 'file' ->> 'document_id' = %(file)s
              AND d.audience = %(aud)s AND d.purposes = %(purposes)s
              AND (d.document_id = %(file)s
-                  OR (left(d.document_id, length(%(file)s) + 2) IN
-                        (%(file)s || '#p', %(file)s || '#s')
-                      AND substr(d.document_id, length(%(file)s) + 3) ~ '^[0-9]+$'))
+                  OR (left(d.document_id, length(%(page)s)) IN (%(page)s, %(section)s)
+                      AND substr(d.document_id, length(%(page)s) + 1) ~ '^[0-9]+$'))
              AND d.version_seq < %(seq)s
              AND NOT (d.document_id = ANY(%(produced)s))
              AND EXISTS (SELECT 1 FROM memory_units u
@@ -211,6 +224,8 @@ def retire_file_parts(conn: Connection, bank_id: str, job_id: str, file_document
                            AND u.superseded_by_id IS NULL)
            ORDER BY d.document_id""",
         {"bank": bank_id, "file": file_document_id, "aud": aud, "purposes": purposes,
+         "page": _part_prefix(file_document_id, PAGE),
+         "section": _part_prefix(file_document_id, SECTION),
          "seq": template.version_seq, "produced": produced}).fetchall()
     return [apply_version(conn, bank_id, job_id,
                           replace(template, external_id=r["document_id"],
