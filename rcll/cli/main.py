@@ -262,6 +262,9 @@ def ingest(paths: tuple[str, ...], bank: str, batch_size: int, text_suffix: tupl
     plan = read_paths(paths, extra, extensionless_as_text)
     if not plan.items and not plan.skipped and not plan.files:
         raise click.ClickException("no .txt, .md, .jsonl or document input found")
+    if not plan.items and not plan.files:  # nothing to send: no server needed to say so
+        _print_skipped(plan.skipped)
+        sys.exit(1)
     plan.files = largest_first(plan.files)
     client = _client()
     with _ingest_progress() as bar:
@@ -293,12 +296,17 @@ def ingest(paths: tuple[str, ...], bank: str, batch_size: int, text_suffix: tupl
                                 time.monotonic() - started)))
     for o in bad:
         console.print(f"[red]operation {o['id']} {o['state']}: {plain(o.get('error'))}")
+    _print_skipped(skipped)
+    if bad or skipped:
+        sys.exit(1)
+
+
+def _print_skipped(skipped: list) -> None:
+    """``rcll ingest``'s list of what it did not take (``Skipped``: source and reason)."""
     if skipped:
         console.print(f"[yellow]skipped {len(skipped)}:")
         for s in skipped:
             console.print(f"[yellow]  {plain(s.source)}: {plain(s.reason)}")
-    if bad or skipped:
-        sys.exit(1)
 
 
 @cli.command()

@@ -278,3 +278,24 @@ def test_an_item_the_server_refuses_is_skipped_with_the_field_and_the_reason(mon
     assert err.describe() == ("invalid_request: bad (body: Value error, one; a: two; b: three;"
                               " 1 more)")
     assert RCLLHTTPError(503, "overloaded", "busy").describe() == "overloaded: busy"
+
+
+def test_paths_that_give_nothing_to_send_are_listed_without_a_server(monkeypatch, tmp_path):
+    """With ``click.Path(exists=True)`` gone (a broken link named on the command line is
+    skipped, not fatal), a missing path must still be said at once: nothing to send means
+    no server is asked, the skipped list is printed and the exit status is 1."""
+    from click.testing import CliRunner
+
+    from rcll.cli import main as cli_main
+
+    def no_server():
+        raise AssertionError("the server was asked though nothing could be sent")
+
+    monkeypatch.setattr(cli_main, "_client", no_server)
+    (tmp_path / "gone.md").symlink_to(tmp_path / "missing.md")
+    r = CliRunner().invoke(cli_main.cli, ["ingest", str(tmp_path / "nowhere.txt"),
+                                          str(tmp_path / "gone.md"), "--bank", "b"])
+    shown = " ".join(r.output.split())
+    assert r.exit_code == 1, (r.output, r.exception)
+    assert f"skipped 2: {tmp_path}/nowhere.txt: no such file" in shown
+    assert f"{tmp_path}/gone.md: not a regular file" in shown
