@@ -269,12 +269,12 @@ def _retire_file_parts(ctx: RetainContext, bank_id: str, job_id: str,
     they came from (``metadata.file.document_id``), in one transaction under the job's lock,
     retried on a deadlock or serialization failure; the units it invalidated leave tier 1
     after the commit. Returns how many parts were retired. Raises :class:`JobGone`."""
-    items = [RetainItem(**r) for r in raw_items]
-    first = items[0]
+    first = RetainItem(**raw_items[0])  # the lineage and the version key; the rest as sent
     file_id = ((first.metadata or {}).get("file") or {}).get("document_id")
     if not file_id:
         return 0
-    produced = [i.document_id for i in items if i.document_id]
+    # every item's id, stored or failed: a page that failed here is not an old page
+    produced = [r["document_id"] for r in raw_items if r.get("document_id")]
 
     def retire() -> list[units.VersionResult]:
         with ctx.pool.connection() as conn, conn.transaction():

@@ -31,8 +31,8 @@ def file_part_id(file_document_id: str, kind: str, n: int) -> str:
 
 
 def _part_prefix(file_document_id: str, kind: str) -> str:
-    """What a part id of ``kind`` starts with (one character of kind: both have one
-    length)."""
+    """What every part id of ``kind`` starts with (``PAGE`` and ``SECTION`` prefixes have
+    one length, which :func:`retire_file_parts` relies on)."""
     return f"{file_document_id}#{kind}"
 
 
